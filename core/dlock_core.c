@@ -1,0 +1,119 @@
+/*
+ * dlock_core.c
+ *		Lock modes and input validation shared by both databases.
+ *
+ * The compatibility matrix is the standard one of the VMS-style DLMs:
+ *
+ *		    NL CR CW PR PW EX
+ *		NL   y  y  y  y  y  y
+ *		CR   y  y  y  y  y  n
+ *		CW   y  y  y  n  n  n
+ *		PR   y  y  n  y  n  n
+ *		PW   y  y  n  n  n  n
+ *		EX   y  n  n  n  n  n
+ */
+#include "dlock_core.h"
+
+#include <strings.h>
+
+#define B(m) DLOCK_MODE_BIT(DLOCK_MODE_##m)
+
+static const DLockModeMask conflicts[DLOCK_NMODES] = {
+	[DLOCK_MODE_NL] = 0,
+	[DLOCK_MODE_CR] = B(EX),
+	[DLOCK_MODE_CW] = B(PR) | B(PW) | B(EX),
+	[DLOCK_MODE_PR] = B(CW) | B(PW) | B(EX),
+	[DLOCK_MODE_PW] = B(CW) | B(PR) | B(PW) | B(EX),
+	[DLOCK_MODE_EX] = B(CR) | B(CW) | B(PR) | B(PW) | B(EX),
+};
+
+/* Modes each mode includes: NL < CR < {CW, PR} < PW < EX. */
+static const DLockModeMask covers[DLOCK_NMODES] = {
+	[DLOCK_MODE_NL] = B(NL),
+	[DLOCK_MODE_CR] = B(NL) | B(CR),
+	[DLOCK_MODE_CW] = B(NL) | B(CR) | B(CW),
+	[DLOCK_MODE_PR] = B(NL) | B(CR) | B(PR),
+	[DLOCK_MODE_PW] = B(NL) | B(CR) | B(CW) | B(PR) | B(PW),
+	[DLOCK_MODE_EX] = B(NL) | B(CR) | B(CW) | B(PR) | B(PW) | B(EX),
+};
+
+static const char *const mode_names[DLOCK_NMODES] = {
+	"NL", "CR", "CW", "shared", "PW", "exclusive"
+};
+
+DLockModeMask
+dlock_mode_conflicts(int mode)
+{
+	if (mode < 0 || mode >= DLOCK_NMODES)
+		return ~(DLockModeMask) 0;
+	return conflicts[mode];
+}
+
+bool
+dlock_mode_covers(int held, int wanted)
+{
+	if (held < 0 || held >= DLOCK_NMODES || wanted < 0 || wanted >= DLOCK_NMODES)
+		return false;
+	return (covers[held] & DLOCK_MODE_BIT(wanted)) != 0;
+}
+
+int
+dlock_mode_parse(const char *name, size_t len)
+{
+	static const struct
+	{
+		const char *name;
+		int			mode;
+	}			names[] = {
+		{"exclusive", DLOCK_MODE_EX},
+		{"shared", DLOCK_MODE_PR},
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	{
+		size_t		n = 0;
+
+		while (names[i].name[n] != '\0')
+			n++;
+		if (n == len && strncasecmp(name, names[i].name, len) == 0)
+			return names[i].mode;
+	}
+	return DLOCK_MODE_INVALID;
+}
+
+const char *
+dlock_mode_name(int mode)
+{
+	if (mode < 0 || mode >= DLOCK_NMODES)
+		return "invalid";
+	return mode_names[mode];
+}
+
+DLockCheck
+dlock_check_name(const char *name, size_t len, size_t max_len)
+{
+	(void) name;
+	if (len == 0)
+		return DLOCK_CHECK_EMPTY;
+	if (len > max_len)
+		return DLOCK_CHECK_TOO_LONG;
+	return DLOCK_CHECK_OK;
+}
+
+/* Owner keys are printable: they show up in views and logs. */
+DLockCheck
+dlock_check_owner(const char *owner, size_t len)
+{
+	if (len == 0)
+		return DLOCK_CHECK_EMPTY;
+	if (len > DLOCK_MAX_OWNER_LEN)
+		return DLOCK_CHECK_TOO_LONG;
+	for (size_t i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) owner[i];
+
+		if (c < 0x20 || c == 0x7f)
+			return DLOCK_CHECK_BAD_CHAR;
+	}
+	return DLOCK_CHECK_OK;
+}

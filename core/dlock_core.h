@@ -1,0 +1,66 @@
+/*
+ * dlock_core.h
+ *		Database-independent parts of dlock: lock modes, their compatibility
+ *		and strength, and validation of lock names and owner keys.
+ *
+ * Plain C without database headers, compiled into both the PostgreSQL
+ * extension and the MySQL/MariaDB plugin, so both enforce the same rules.
+ */
+#ifndef DLOCK_CORE_H
+#define DLOCK_CORE_H
+
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The six classic DLM modes, weakest first. */
+typedef enum DLockMode
+{
+	DLOCK_MODE_NL = 0,			/* null: no access, holds a place */
+	DLOCK_MODE_CR,				/* concurrent read */
+	DLOCK_MODE_CW,				/* concurrent write */
+	DLOCK_MODE_PR,				/* protected read ("shared") */
+	DLOCK_MODE_PW,				/* protected write */
+	DLOCK_MODE_EX,				/* exclusive */
+	DLOCK_NMODES
+} DLockMode;
+
+#define DLOCK_MODE_INVALID (-1)
+
+/* A set of modes as a bit mask: bit m stands for mode m. */
+typedef uint32_t DLockModeMask;
+
+#define DLOCK_MODE_BIT(m) ((DLockModeMask) 1 << (m))
+
+/* Modes that conflict with the given one. */
+extern DLockModeMask dlock_mode_conflicts(int mode);
+
+/* True if holding 'held' already grants everything 'wanted' would. */
+extern bool dlock_mode_covers(int held, int wanted);
+
+/*
+ * dlock_mode_parse
+ *		Mode from its name (case-insensitive, not NUL-terminated);
+ *		DLOCK_MODE_INVALID if unknown.  Accepts "exclusive" and "shared".
+ */
+extern int	dlock_mode_parse(const char *name, size_t len);
+
+/* Canonical name of a mode, as shown in views. */
+extern const char *dlock_mode_name(int mode);
+
+/* Result of validating a name or an owner key. */
+typedef enum DLockCheck
+{
+	DLOCK_CHECK_OK = 0,
+	DLOCK_CHECK_EMPTY,
+	DLOCK_CHECK_TOO_LONG,
+	DLOCK_CHECK_BAD_CHAR
+} DLockCheck;
+
+/* Longest owner key in bytes. */
+#define DLOCK_MAX_OWNER_LEN 255
+
+extern DLockCheck dlock_check_name(const char *name, size_t len, size_t max_len);
+extern DLockCheck dlock_check_owner(const char *owner, size_t len);
+
+#endif							/* DLOCK_CORE_H */

@@ -1,0 +1,98 @@
+/*
+ * test_core.c
+ *		Unit tests of the database-independent core: the full 6x6
+ *		compatibility matrix, mode strength, parsing and validation.
+ */
+#include "dlock_core.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int	passed;
+static int	failed;
+
+#define CHECK(cond) \
+	do { \
+		if (cond) \
+			passed++; \
+		else \
+		{ \
+			failed++; \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+		} \
+	} while (0)
+
+static bool
+compatible(int a, int b)
+{
+	return (dlock_mode_conflicts(a) & DLOCK_MODE_BIT(b)) == 0;
+}
+
+int
+main(void)
+{
+	/* The standard DLM matrix, written out independently of the code. */
+	static const char *const matrix[DLOCK_NMODES] = {
+		"yyyyyy",				/* NL */
+		"yyyyyn",				/* CR */
+		"yyynnn",				/* CW */
+		"yynynn",				/* PR */
+		"yynnnn",				/* PW */
+		"ynnnnn",				/* EX */
+	};
+
+	for (int a = 0; a < DLOCK_NMODES; a++)
+		for (int b = 0; b < DLOCK_NMODES; b++)
+		{
+			CHECK(compatible(a, b) == (matrix[a][b] == 'y'));
+			CHECK(compatible(a, b) == compatible(b, a));
+		}
+
+	/* Strength: a mode covers itself; EX covers all; CW and PR are apart. */
+	for (int m = 0; m < DLOCK_NMODES; m++)
+	{
+		CHECK(dlock_mode_covers(m, m));
+		CHECK(dlock_mode_covers(DLOCK_MODE_EX, m));
+		CHECK(dlock_mode_covers(m, DLOCK_MODE_NL));
+	}
+	CHECK(!dlock_mode_covers(DLOCK_MODE_PR, DLOCK_MODE_EX));
+	CHECK(!dlock_mode_covers(DLOCK_MODE_PR, DLOCK_MODE_CW));
+	CHECK(!dlock_mode_covers(DLOCK_MODE_CW, DLOCK_MODE_PR));
+	CHECK(dlock_mode_covers(DLOCK_MODE_PW, DLOCK_MODE_PR));
+	CHECK(!dlock_mode_covers(DLOCK_MODE_EX, 17));
+
+	/* A stronger mode never conflicts with less than a weaker one does. */
+	for (int a = 0; a < DLOCK_NMODES; a++)
+		for (int b = 0; b < DLOCK_NMODES; b++)
+			if (dlock_mode_covers(a, b))
+				CHECK((dlock_mode_conflicts(a) & dlock_mode_conflicts(b)) ==
+					  dlock_mode_conflicts(b));
+
+	CHECK(dlock_mode_parse("exclusive", 9) == DLOCK_MODE_EX);
+	CHECK(dlock_mode_parse("EXCLUSIVE", 9) == DLOCK_MODE_EX);
+	CHECK(dlock_mode_parse("Shared", 6) == DLOCK_MODE_PR);
+	CHECK(dlock_mode_parse("share", 5) == DLOCK_MODE_INVALID);
+	CHECK(dlock_mode_parse("sharedx", 7) == DLOCK_MODE_INVALID);
+	CHECK(dlock_mode_parse("", 0) == DLOCK_MODE_INVALID);
+	CHECK(strcmp(dlock_mode_name(DLOCK_MODE_EX), "exclusive") == 0);
+	CHECK(strcmp(dlock_mode_name(DLOCK_MODE_PR), "shared") == 0);
+	CHECK(strcmp(dlock_mode_name(-1), "invalid") == 0);
+
+	CHECK(dlock_check_name("a", 1, 1024) == DLOCK_CHECK_OK);
+	CHECK(dlock_check_name("", 0, 1024) == DLOCK_CHECK_EMPTY);
+	CHECK(dlock_check_name("abc", 3, 2) == DLOCK_CHECK_TOO_LONG);
+	CHECK(dlock_check_owner("worker-1", 8) == DLOCK_CHECK_OK);
+	CHECK(dlock_check_owner("", 0) == DLOCK_CHECK_EMPTY);
+	CHECK(dlock_check_owner("a\tb", 3) == DLOCK_CHECK_BAD_CHAR);
+	CHECK(dlock_check_owner("a\x7f", 2) == DLOCK_CHECK_BAD_CHAR);
+	{
+		char		big[DLOCK_MAX_OWNER_LEN + 2];
+
+		memset(big, 'k', sizeof(big));
+		CHECK(dlock_check_owner(big, DLOCK_MAX_OWNER_LEN) == DLOCK_CHECK_OK);
+		CHECK(dlock_check_owner(big, DLOCK_MAX_OWNER_LEN + 1) == DLOCK_CHECK_TOO_LONG);
+	}
+
+	printf("core: %d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}

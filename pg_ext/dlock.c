@@ -1,0 +1,199 @@
+/*
+ * dlock.c
+ *		Module set-up of the dlock extension: GUCs, shared memory and the
+ *		registration of the lock-manager worker.
+ *
+ * The shared area holds the worker's identity (under DLockShared.mutex) and
+ * the request slots (each under its own spinlock); see dlock.h.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+
+#include "dlock.h"
+
+PG_MODULE_MAGIC;
+
+DLockShared *dlock_shared = NULL;
+
+char	   *dlock_database = NULL;
+int			dlock_default_ttl_ms = 60 * 1000;
+int			dlock_max_ttl_s = 0;
+int			dlock_reap_interval_ms = 1000;
+int			dlock_max_name_length = 1024;
+int			dlock_restart_grace_ms = 5000;
+bool		dlock_synchronous_commit = true;
+bool		dlock_logged = true;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+static void dlock_shmem_request(void);
+static void dlock_shmem_startup(void);
+
+static Size
+dlock_slot_size(void)
+{
+	return MAXALIGN(offsetof(DLockSlot, data) + dlock_max_name_length +
+					DLOCK_MAX_OWNER_LEN);
+}
+
+static Size
+dlock_shmem_size(void)
+{
+	return add_size(offsetof(DLockShared, slots),
+					mul_size(MaxBackends, dlock_slot_size()));
+}
+
+void
+_PG_init(void)
+{
+	BackgroundWorker worker;
+
+	if (IsBinaryUpgrade)
+		return;
+
+	DefineCustomIntVariable("dlock.default_ttl",
+							"Lease of owner-keyed locks acquired without a ttl.",
+							NULL,
+							&dlock_default_ttl_ms,
+							60 * 1000, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlock.max_ttl",
+							"Largest accepted lease; 0 means no limit.",
+							NULL,
+							&dlock_max_ttl_s,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	DefineCustomStringVariable("dlock.database",
+							   "Database holding the dlock tables, where the lock manager runs.",
+							   NULL,
+							   &dlock_database,
+							   "postgres",
+							   PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlock.max_name_length",
+							"Longest lock name in bytes.",
+							NULL,
+							&dlock_max_name_length,
+							1024, 64, 8192,
+							PGC_POSTMASTER, GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("dlock.logged",
+							 "Whether the lock tables are WAL-logged (off: UNLOGGED, lost on crash).",
+							 NULL,
+							 &dlock_logged,
+							 true,
+							 PGC_POSTMASTER, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlock.reap_interval",
+							"Longest time the lock manager sleeps between expiry and liveness checks.",
+							NULL,
+							&dlock_reap_interval_ms,
+							1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlock.restart_grace",
+							"After a server restart, leases expiring sooner are extended to this long after start.",
+							NULL,
+							&dlock_restart_grace_ms,
+							5000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("dlock.synchronous_commit",
+							 "Whether the lock manager's commits wait for the WAL flush.",
+							 NULL,
+							 &dlock_synchronous_commit,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("dlock");
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = dlock_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = dlock_shmem_startup;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	/* only a primary writes the tables; a promoted standby starts it anew */
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 1;
+	strlcpy(worker.bgw_library_name, "dlock", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "dlock_worker_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "dlock lock manager", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "dlock lock manager", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
+
+static void
+dlock_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(dlock_shmem_size());
+}
+
+static void
+dlock_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	dlock_shared = ShmemInitStruct("dlock", dlock_shmem_size(), &found);
+	if (!found)
+	{
+		memset(dlock_shared, 0, dlock_shmem_size());
+		SpinLockInit(&dlock_shared->mutex);
+		dlock_shared->worker_pid = 0;
+		dlock_shared->worker_latch = NULL;
+		dlock_shared->fresh = true;
+		pg_atomic_init_u64(&dlock_shared->next_seq, 1);
+		dlock_shared->nslots = MaxBackends;
+		dlock_shared->slot_size = dlock_slot_size();
+		dlock_shared->max_name_len = dlock_max_name_length;
+		for (int i = 0; i < dlock_shared->nslots; i++)
+			SpinLockInit(&dlock_slot(i)->mutex);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * dlock_wake_worker
+ *		Set the worker's latch; a no-op if no worker runs (a new one looks at
+ *		every slot when it starts).
+ */
+void
+dlock_wake_worker(void)
+{
+	Latch	   *latch;
+
+	SpinLockAcquire(&dlock_shared->mutex);
+	latch = dlock_shared->worker_latch;
+	SpinLockRelease(&dlock_shared->mutex);
+	if (latch)
+		SetLatch(latch);
+}

@@ -1,0 +1,157 @@
+/*
+ * dlock.h
+ *		Shared declarations of the dlock PostgreSQL extension.
+ *
+ * Backends hand requests to the dlock worker through one request slot per
+ * PGPROC (indexed by pgprocno) in shared memory.  A backend has at most one
+ * request outstanding, so its slot is a one-place mailbox:
+ *
+ *	FREE --backend--> SUBMITTED --worker--> ACCEPTED --worker--> DONE
+ *	DONE --backend--> FREE
+ *
+ * Every field of a slot is read and written under the slot's spinlock, by
+ * copying: nobody works on a slot in place.  The worker publishes a result
+ * only after the transaction that made it durable has committed, then sets
+ * the backend's latch.  A backend that wants its pending request withdrawn
+ * (cancel, timeout) sets 'cancel' and waits for DONE: the result then says
+ * whether it was withdrawn or decided first.
+ */
+#ifndef DLOCK_H
+#define DLOCK_H
+
+#include "datatype/timestamp.h"
+#include "port/atomics.h"
+#include "storage/latch.h"
+#include "storage/spin.h"
+
+#include "dlock_core.h"
+
+/* SQLSTATEs of our own (class DL). */
+#define ERRCODE_DLOCK_NOT_HELD		MAKE_SQLSTATE('D','L','0','0','1')
+#define ERRCODE_DLOCK_WITHDRAWN		MAKE_SQLSTATE('D','L','0','0','2')
+#define ERRCODE_DLOCK_MODE_HELD		MAKE_SQLSTATE('D','L','0','0','3')
+
+typedef enum DLockOp
+{
+	DLOCK_OP_NONE = 0,
+	DLOCK_OP_ACQUIRE,			/* wait in the queue if needed */
+	DLOCK_OP_TRY,				/* grant now or refuse */
+	DLOCK_OP_RELEASE,
+	DLOCK_OP_RENEW,
+	DLOCK_OP_RELEASE_ALL
+} DLockOp;
+
+typedef enum DLockSlotState
+{
+	DLOCK_SLOT_FREE = 0,
+	DLOCK_SLOT_SUBMITTED,
+	DLOCK_SLOT_ACCEPTED,
+	DLOCK_SLOT_DONE
+} DLockSlotState;
+
+typedef enum DLockStatus
+{
+	DLOCK_STATUS_NONE = 0,
+	DLOCK_STATUS_GRANTED,		/* token, expires_at */
+	DLOCK_STATUS_REFUSED,		/* try-acquire could not be granted now */
+	DLOCK_STATUS_RELEASED,
+	DLOCK_STATUS_NOT_HELD,		/* release or renew of a lock not held */
+	DLOCK_STATUS_RENEWED,		/* expires_at */
+	DLOCK_STATUS_COUNT,			/* release_all: count */
+	DLOCK_STATUS_CANCELED,		/* withdrawn at the backend's request */
+	DLOCK_STATUS_WITHDRAWN,		/* withdrawn by release_all of its owner */
+	DLOCK_STATUS_MODE_HELD,		/* held already in a weaker mode */
+	DLOCK_STATUS_NOT_READY,		/* extension not installed: errmsg */
+	DLOCK_STATUS_ERROR			/* message in errmsg */
+} DLockStatus;
+
+#define DLOCK_ERRMSG_LEN 256
+
+typedef struct DLockSlot
+{
+	slock_t		mutex;
+
+	/* the session using this slot; pid 0 when none */
+	int			pid;
+	TimestampTz session_start;
+	bool		session_ended;	/* backend exited: worker cleans up, frees */
+
+	DLockSlotState state;
+	bool		cancel;			/* backend asks to withdraw the request */
+	uint64		seq;			/* submission order, for FIFO among a batch */
+
+	/* request */
+	DLockOp		op;
+	int			mode;
+	int64		ttl_us;			/* 0: no lease */
+	TimestampTz timeout_at;		/* 0: wait forever */
+	int			name_len;
+	int			owner_len;		/* 0: the session is the owner */
+
+	/* set by the worker once the request waits in the queue (committed) */
+	int64		ticket;
+
+	/* result */
+	DLockStatus status;
+	int64		token;
+	TimestampTz expires_at;		/* 0: none */
+	int32		count;
+	char		errmsg[DLOCK_ERRMSG_LEN];
+
+	/* name (max_name_length bytes) then owner key (DLOCK_MAX_OWNER_LEN) */
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+} DLockSlot;
+
+typedef struct DLockShared
+{
+	slock_t		mutex;			/* protects the worker fields below */
+	int			worker_pid;		/* 0: no worker running */
+	Latch	   *worker_latch;
+	bool		fresh;			/* shared memory new since the last start */
+
+	pg_atomic_uint64 next_seq;
+
+	int			nslots;
+	Size		slot_size;
+	int			max_name_len;	/* as at postmaster start */
+	char		slots[FLEXIBLE_ARRAY_MEMBER];
+} DLockShared;
+
+extern DLockShared *dlock_shared;
+
+/* GUCs */
+extern char *dlock_database;
+extern int	dlock_default_ttl_ms;
+extern int	dlock_max_ttl_s;
+extern int	dlock_reap_interval_ms;
+extern int	dlock_max_name_length;
+extern int	dlock_restart_grace_ms;
+extern bool dlock_synchronous_commit;
+extern bool dlock_logged;
+
+static inline DLockSlot *
+dlock_slot(int slotno)
+{
+	return (DLockSlot *) (dlock_shared->slots +
+						  (Size) slotno * dlock_shared->slot_size);
+}
+
+static inline char *
+dlock_slot_name(DLockSlot *slot)
+{
+	return slot->data;
+}
+
+static inline char *
+dlock_slot_owner(DLockSlot *slot)
+{
+	return slot->data + dlock_shared->max_name_len;
+}
+
+/* Wake the worker, if one runs. */
+extern void dlock_wake_worker(void);
+
+/* dlock_worker.c */
+extern PGDLLEXPORT void dlock_worker_main(Datum main_arg);
+
+#endif							/* DLOCK_H */

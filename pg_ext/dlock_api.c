@@ -1,0 +1,642 @@
+/*
+ * dlock_api.c
+ *		The SQL functions: argument checks, handing the request to the lock
+ *		manager through this backend's slot, and waiting for its answer.
+ *
+ * A backend never decides anything itself: it validates, submits, sleeps on
+ * its latch and reports.  What keeps the tables faithful when a wait ends
+ * early is the withdraw protocol (dlock.h): on timeout, cancel, termination
+ * or any error while a request is pending, the backend asks the worker to
+ * withdraw it and learns whether it had been granted first; a grant the
+ * caller will never see is released again.  When the backend exits, the
+ * worker is told through the slot and cleans up after the session.
+ */
+#include "postgres.h"
+
+#include "common/int.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "port.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_acquire);
+PG_FUNCTION_INFO_V1(dlock_try_acquire);
+PG_FUNCTION_INFO_V1(dlock_release);
+PG_FUNCTION_INFO_V1(dlock_renew);
+PG_FUNCTION_INFO_V1(dlock_release_all);
+PG_FUNCTION_INFO_V1(dlock_new_owner);
+
+/* How often a waiting backend looks whether the worker is still there. */
+#define DLOCK_WORKER_CHECK_MS 1000
+
+typedef struct DLockRequest
+{
+	DLockOp		op;
+	int			mode;
+	int64		ttl_us;
+	TimestampTz timeout_at;
+	const char *name;
+	int			name_len;
+	const char *owner;			/* NULL: the session */
+	int			owner_len;
+} DLockRequest;
+
+typedef struct DLockReply
+{
+	DLockStatus status;
+	int64		token;
+	TimestampTz expires_at;
+	int32		count;
+	char		errmsg[DLOCK_ERRMSG_LEN];
+} DLockReply;
+
+static bool session_registered = false;
+
+static void
+check_loaded(void)
+{
+	if (dlock_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dlock must be loaded via shared_preload_libraries"),
+				 errhint("Add dlock to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+static bool
+worker_running(void)
+{
+	int			pid;
+
+	SpinLockAcquire(&dlock_shared->mutex);
+	pid = dlock_shared->worker_pid;
+	SpinLockRelease(&dlock_shared->mutex);
+	return pid != 0;
+}
+
+static void
+error_no_worker(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("dlock lock manager is not running"),
+			 errhint("Check the server log for \"dlock lock manager\"; it runs in the database named by dlock.database.")));
+}
+
+/*
+ * dlock_session_exit
+ *		before_shmem_exit callback: tell the worker this session is gone, so
+ *		it releases its locks and withdraws what it still waits for.  Never
+ *		waits: the worker may be gone too, and a new one reads the flag.
+ */
+static void
+dlock_session_exit(int code, Datum arg)
+{
+	DLockSlot  *slot = dlock_slot(MyProc->pgprocno);
+
+	SpinLockAcquire(&slot->mutex);
+	slot->session_ended = true;
+	SpinLockRelease(&slot->mutex);
+	dlock_wake_worker();
+}
+
+/*
+ * my_slot
+ *		This backend's slot, registering the session on first use.  The slot
+ *		may still carry the end of the previous session of this PGPROC until
+ *		the worker has cleaned up after it.
+ */
+static DLockSlot *
+my_slot(void)
+{
+	DLockSlot  *slot = dlock_slot(MyProc->pgprocno);
+
+	if (!session_registered)
+	{
+		for (;;)
+		{
+			bool		busy;
+
+			SpinLockAcquire(&slot->mutex);
+			busy = slot->pid != 0;
+			if (!busy)
+			{
+				slot->pid = MyProcPid;
+				slot->session_start = MyStartTimestamp;
+				slot->session_ended = false;
+				slot->state = DLOCK_SLOT_FREE;
+				slot->cancel = false;
+			}
+			SpinLockRelease(&slot->mutex);
+			if (!busy)
+				break;
+			if (!worker_running())
+				error_no_worker();
+			dlock_wake_worker();
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 10, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+		before_shmem_exit(dlock_session_exit, (Datum) 0);
+		session_registered = true;
+	}
+	return slot;
+}
+
+/* Copy the reply out and free the slot, if the worker has answered. */
+static bool
+take_reply(DLockSlot *slot, DLockReply *reply)
+{
+	bool		done;
+
+	SpinLockAcquire(&slot->mutex);
+	done = slot->state == DLOCK_SLOT_DONE;
+	if (done)
+	{
+		reply->status = slot->status;
+		reply->token = slot->token;
+		reply->expires_at = slot->expires_at;
+		reply->count = slot->count;
+		memcpy(reply->errmsg, slot->errmsg, DLOCK_ERRMSG_LEN);
+		slot->state = DLOCK_SLOT_FREE;
+	}
+	SpinLockRelease(&slot->mutex);
+	return done;
+}
+
+/*
+ * wait_uninterruptibly
+ *		Wait for the worker's answer without processing interrupts: used
+ *		while withdrawing, when an interrupt is what brought us here.  Gives
+ *		up (answer CANCELED, request left flagged for a future worker) if
+ *		no worker runs.
+ */
+static void
+wait_uninterruptibly(DLockSlot *slot, DLockReply *reply)
+{
+	while (!take_reply(slot, reply))
+	{
+		if (!worker_running())
+		{
+			reply->status = DLOCK_STATUS_CANCELED;
+			return;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+static void
+submit(DLockSlot *slot, const DLockRequest *req)
+{
+	SpinLockAcquire(&slot->mutex);
+	Assert(slot->state == DLOCK_SLOT_FREE);
+	slot->op = req->op;
+	slot->mode = req->mode;
+	slot->ttl_us = req->ttl_us;
+	slot->timeout_at = req->timeout_at;
+	slot->name_len = req->name_len;
+	memcpy(dlock_slot_name(slot), req->name, req->name_len);
+	slot->owner_len = req->owner ? req->owner_len : 0;
+	if (req->owner)
+		memcpy(dlock_slot_owner(slot), req->owner, req->owner_len);
+	slot->ticket = 0;
+	slot->status = DLOCK_STATUS_NONE;
+	slot->cancel = false;
+	slot->seq = pg_atomic_fetch_add_u64(&dlock_shared->next_seq, 1);
+	slot->state = DLOCK_SLOT_SUBMITTED;
+	SpinLockRelease(&slot->mutex);
+	dlock_wake_worker();
+}
+
+/*
+ * withdraw
+ *		Ask the worker to withdraw our pending request and wait for the
+ *		verdict.  If it had been granted before the worker saw the request
+ *		to withdraw, and the caller will not report it (undo_grant), release
+ *		it again, so that no lock is left granted to nobody.
+ */
+static void
+withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
+		 DLockReply *reply)
+{
+	SpinLockAcquire(&slot->mutex);
+	if (slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED)
+		slot->cancel = true;
+	SpinLockRelease(&slot->mutex);
+	dlock_wake_worker();
+	wait_uninterruptibly(slot, reply);
+
+	if (undo_grant && reply->status == DLOCK_STATUS_GRANTED &&
+		(req->op == DLOCK_OP_ACQUIRE || req->op == DLOCK_OP_TRY))
+	{
+		DLockRequest undo = *req;
+		DLockReply	ignored;
+
+		undo.op = DLOCK_OP_RELEASE;
+		undo.timeout_at = 0;
+		submit(slot, &undo);
+		wait_uninterruptibly(slot, &ignored);
+	}
+}
+
+/*
+ * dlock_call
+ *		Submit a request and wait for the worker's answer.  Returns with
+ *		reply->status CANCELED if req->timeout_at passed first.
+ */
+static void
+dlock_call(const DLockRequest *req, DLockReply *reply)
+{
+	DLockSlot  *slot;
+
+	check_loaded();
+	slot = my_slot();
+
+	/* a request abandoned when no worker ran may still be pending */
+	if (!take_reply(slot, reply))
+	{
+		DLockSlotState state;
+
+		SpinLockAcquire(&slot->mutex);
+		state = slot->state;
+		SpinLockRelease(&slot->mutex);
+		if (state != DLOCK_SLOT_FREE)
+		{
+			if (!worker_running())
+				error_no_worker();
+			wait_uninterruptibly(slot, reply);
+		}
+	}
+	if (!worker_running())
+		error_no_worker();
+
+	submit(slot, req);
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			long		wait_ms = DLOCK_WORKER_CHECK_MS;
+
+			if (take_reply(slot, reply))
+				break;
+			if (req->timeout_at != 0)
+			{
+				TimestampTz now = GetCurrentTimestamp();
+
+				if (now >= req->timeout_at)
+				{
+					/* a grant that beat the timeout is kept and reported */
+					withdraw(slot, req, false, reply);
+					break;
+				}
+				wait_ms = Min(wait_ms,
+							  TimestampDifferenceMilliseconds(now, req->timeout_at) + 1);
+			}
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 wait_ms, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		DLockReply	ignored;
+
+		HOLD_INTERRUPTS();
+		withdraw(slot, req, true, &ignored);
+		RESUME_INTERRUPTS();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/* Argument checks */
+
+static text *
+arg_name(FunctionCallInfo fcinfo, int argno, const char **name, int *len)
+{
+	text	   *t;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lock name must not be null")));
+	t = PG_GETARG_TEXT_PP(argno);
+	*name = VARDATA_ANY(t);
+	*len = VARSIZE_ANY_EXHDR(t);
+	switch (dlock_check_name(*name, *len, dlock_shared ? dlock_shared->max_name_len : dlock_max_name_length))
+	{
+		case DLOCK_CHECK_OK:
+			break;
+		case DLOCK_CHECK_EMPTY:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lock name must not be empty")));
+			break;
+		case DLOCK_CHECK_TOO_LONG:
+		case DLOCK_CHECK_BAD_CHAR:
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("lock name is too long"),
+					 errdetail("The name is %d bytes; the limit is %d bytes.",
+							   *len, dlock_shared->max_name_len),
+					 errhint("Raise dlock.max_name_length (needs a restart).")));
+			break;
+	}
+	return t;
+}
+
+static int
+arg_mode(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *t;
+	int			mode;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lock mode must not be null")));
+	t = PG_GETARG_TEXT_PP(argno);
+	mode = dlock_mode_parse(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	if (mode == DLOCK_MODE_INVALID)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown lock mode \"%s\"", text_to_cstring(t)),
+				 errhint("Use \"exclusive\" or \"shared\".")));
+	return mode;
+}
+
+/* A positive interval in microseconds; 0 for NULL. */
+static int64
+arg_interval_us(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	Interval   *iv;
+	int64		days;
+	int64		us;
+
+	if (PG_ARGISNULL(argno))
+		return 0;
+	iv = PG_GETARG_INTERVAL_P(argno);
+	days = (int64) iv->month * DAYS_PER_MONTH + iv->day;
+	if (pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
+		pg_add_s64_overflow(us, iv->time, &us))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is out of range", what)));
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be positive", what)));
+	/* keep now + interval representable */
+	if (us > (int64) 1000 * 365 * USECS_PER_DAY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is out of range", what),
+				 errdetail("The limit is 1000 years.")));
+	return us;
+}
+
+static int64
+arg_ttl_us(FunctionCallInfo fcinfo, int argno)
+{
+	int64		us = arg_interval_us(fcinfo, argno, "ttl");
+
+	if (us > 0 && dlock_max_ttl_s > 0 && us > (int64) dlock_max_ttl_s * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl exceeds dlock.max_ttl"),
+				 errdetail("The limit is %d seconds.", dlock_max_ttl_s),
+				 errhint("Ask an administrator to raise dlock.max_ttl.")));
+	return us;
+}
+
+static void
+arg_owner(FunctionCallInfo fcinfo, int argno, const char **owner, int *len)
+{
+	text	   *t;
+
+	*owner = NULL;
+	*len = 0;
+	if (PG_ARGISNULL(argno))
+		return;
+	t = PG_GETARG_TEXT_PP(argno);
+	*owner = VARDATA_ANY(t);
+	*len = VARSIZE_ANY_EXHDR(t);
+	switch (dlock_check_owner(*owner, *len))
+	{
+		case DLOCK_CHECK_OK:
+			break;
+		case DLOCK_CHECK_EMPTY:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("owner key must not be empty"),
+					 errhint("Pass NULL to make the session the owner, or use dlock_new_owner().")));
+			break;
+		case DLOCK_CHECK_TOO_LONG:
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("owner key is too long"),
+					 errdetail("The key is %d bytes; the limit is %d bytes.",
+							   *len, DLOCK_MAX_OWNER_LEN)));
+			break;
+		case DLOCK_CHECK_BAD_CHAR:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("owner key must not contain control characters")));
+			break;
+	}
+}
+
+static char *
+name_for_message(const DLockRequest *req)
+{
+	return pnstrdup(req->name, req->name_len);
+}
+
+/* Turn the answers every function handles alike into errors. */
+static void
+report_common(const DLockRequest *req, const DLockReply *reply)
+{
+	switch (reply->status)
+	{
+		case DLOCK_STATUS_ERROR:
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("dlock lock manager failed: %s", reply->errmsg)));
+			break;
+		case DLOCK_STATUS_NOT_READY:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("dlock lock manager is not ready: %s", reply->errmsg),
+					 errhint("Run CREATE EXTENSION dlock in the database named by dlock.database.")));
+			break;
+		case DLOCK_STATUS_WITHDRAWN:
+			ereport(ERROR,
+					(errcode(ERRCODE_DLOCK_WITHDRAWN),
+					 errmsg("request for lock \"%s\" was withdrawn", name_for_message(req)),
+					 errdetail("dlock_release_all() was called for its owner key.")));
+			break;
+		case DLOCK_STATUS_MODE_HELD:
+			ereport(ERROR,
+					(errcode(ERRCODE_DLOCK_MODE_HELD),
+					 errmsg("lock \"%s\" is already held by this owner in a weaker mode",
+							name_for_message(req)),
+					 errhint("Release it, then acquire it in the stronger mode.")));
+			break;
+		default:
+			break;
+	}
+}
+
+/* Fill the parts of an acquire request common to both variants. */
+static void
+acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int ttl_arg, int owner_arg)
+{
+	arg_name(fcinfo, 0, &req->name, &req->name_len);
+	req->mode = arg_mode(fcinfo, 1);
+	req->ttl_us = arg_ttl_us(fcinfo, ttl_arg);
+	arg_owner(fcinfo, owner_arg, &req->owner, &req->owner_len);
+	/* a lock that outlives its session must end some day */
+	if (req->owner && req->ttl_us == 0)
+		req->ttl_us = (int64) dlock_default_ttl_ms * 1000;
+}
+
+Datum
+dlock_acquire(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+	int64		timeout_us;
+
+	req.op = DLOCK_OP_ACQUIRE;
+	acquire_request(fcinfo, &req, 3, 4);
+	timeout_us = arg_interval_us(fcinfo, 2, "timeout");
+	if (timeout_us > 0)
+		req.timeout_at = GetCurrentTimestamp() + timeout_us;
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_GRANTED)
+		PG_RETURN_INT64(reply.token);
+	if (reply.status == DLOCK_STATUS_CANCELED)
+		PG_RETURN_NULL();		/* timed out */
+	elog(ERROR, "unexpected dlock answer %d to acquire", (int) reply.status);
+	PG_RETURN_NULL();
+}
+
+Datum
+dlock_try_acquire(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	req.op = DLOCK_OP_TRY;
+	acquire_request(fcinfo, &req, 2, 3);
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_GRANTED)
+		PG_RETURN_INT64(reply.token);
+	if (reply.status == DLOCK_STATUS_REFUSED)
+		PG_RETURN_NULL();
+	elog(ERROR, "unexpected dlock answer %d to try-acquire", (int) reply.status);
+	PG_RETURN_NULL();
+}
+
+Datum
+dlock_release(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	req.op = DLOCK_OP_RELEASE;
+	arg_name(fcinfo, 0, &req.name, &req.name_len);
+	arg_owner(fcinfo, 1, &req.owner, &req.owner_len);
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_RELEASED)
+		PG_RETURN_BOOL(true);
+	if (reply.status == DLOCK_STATUS_NOT_HELD)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DLOCK_NOT_HELD),
+				 errmsg("lock \"%s\" is not held by this %s",
+						name_for_message(&req), req.owner ? "owner" : "session")));
+		PG_RETURN_BOOL(false);
+	}
+	elog(ERROR, "unexpected dlock answer %d to release", (int) reply.status);
+	PG_RETURN_NULL();
+}
+
+Datum
+dlock_renew(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	req.op = DLOCK_OP_RENEW;
+	arg_name(fcinfo, 0, &req.name, &req.name_len);
+	req.ttl_us = arg_ttl_us(fcinfo, 1);
+	arg_owner(fcinfo, 2, &req.owner, &req.owner_len);
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_NOT_HELD)
+		ereport(ERROR,
+				(errcode(ERRCODE_DLOCK_NOT_HELD),
+				 errmsg("lock \"%s\" is not held by this %s",
+						name_for_message(&req), req.owner ? "owner" : "session"),
+				 errdetail("Its lease may have expired, or it was released.")));
+	if (reply.status == DLOCK_STATUS_RENEWED)
+	{
+		if (reply.expires_at == 0)
+			PG_RETURN_NULL();	/* a lock without a lease */
+		PG_RETURN_TIMESTAMPTZ(reply.expires_at);
+	}
+	elog(ERROR, "unexpected dlock answer %d to renew", (int) reply.status);
+	PG_RETURN_NULL();
+}
+
+Datum
+dlock_release_all(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	req.op = DLOCK_OP_RELEASE_ALL;
+	req.name = "";
+	req.name_len = 0;
+	arg_owner(fcinfo, 0, &req.owner, &req.owner_len);
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_COUNT)
+		PG_RETURN_INT32(reply.count);
+	elog(ERROR, "unexpected dlock answer %d to release_all", (int) reply.status);
+	PG_RETURN_NULL();
+}
+
+Datum
+dlock_new_owner(PG_FUNCTION_ARGS)
+{
+	uint8		key[16];
+	char		hex[sizeof(key) * 2 + 1];
+
+	if (!pg_strong_random(key, sizeof(key)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random owner key")));
+	for (size_t i = 0; i < sizeof(key); i++)
+		snprintf(hex + 2 * i, 3, "%02x", key[i]);
+	PG_RETURN_TEXT_P(cstring_to_text(hex));
+}

@@ -1,0 +1,105 @@
+/*
+ * dlock_state.h
+ *		The lock manager's in-memory picture of holders and waiters, private
+ *		to the dlock worker process.
+ *
+ * The worker decides every request against this picture, then writes what
+ * changed to the tables in one transaction per batch (dlock_store.c).  The
+ * tables are the durable truth the picture is rebuilt from at start and
+ * after an error; between batches both say the same.
+ *
+ * Objects that leave the picture during a batch are marked dead and freed
+ * only after the batch is stored, because the store still needs them.
+ */
+#ifndef DLOCK_STATE_H
+#define DLOCK_STATE_H
+
+#include "lib/ilist.h"
+#include "lib/pairingheap.h"
+#include "nodes/pg_list.h"
+
+#include "dlock.h"
+
+typedef struct DLock DLock;
+typedef struct DOwner DOwner;
+
+/* What must be written for an object at the end of the batch. */
+typedef struct DPersist
+{
+	bool		stored;			/* a row for it is in the table */
+	bool		dirty;			/* the row needs an update */
+	bool		dead;			/* gone from the picture */
+	bool		listed;			/* in the batch's list of touched objects */
+} DPersist;
+
+struct DOwner
+{
+	char	   *hkey;			/* "k" + key, or "s" + pid + start */
+	char	   *key;			/* owner key; NULL for a session */
+	int			pid;			/* session owners: the session */
+	TimestampTz session_start;
+	dlist_head	holders;		/* DHolder.owner_node */
+	dlist_head	waiters;		/* DWaiter.owner_node */
+};
+
+struct DLock
+{
+	char	   *name;
+	dlist_head	holders;		/* DHolder.lock_node */
+	dlist_head	waiters;		/* DWaiter.lock_node, ticket order */
+	int			nheld[DLOCK_NMODES];
+	int			nwaiting[DLOCK_NMODES];
+};
+
+typedef struct DHolder
+{
+	dlist_node	lock_node;
+	dlist_node	owner_node;
+	DLock	   *lock;
+	DOwner	   *owner;
+	int			mode;
+	int32		count;
+	int64		token;
+	int			pid;			/* the backend that acquired it */
+	TimestampTz backend_start;
+	TimestampTz granted_at;
+	TimestampTz expires_at;		/* 0: no lease */
+	int64		ttl_us;			/* 0: no lease */
+	pairingheap_node expiry_node;
+	bool		in_expiry_heap;
+	DPersist	p;
+} DHolder;
+
+typedef struct DWaiter
+{
+	dlist_node	lock_node;
+	dlist_node	owner_node;
+	DLock	   *lock;
+	DOwner	   *owner;
+	int			mode;
+	int64		ticket;
+	int			slotno;			/* the waiting backend's slot */
+	int			pid;
+	TimestampTz backend_start;
+	TimestampTz since;
+	TimestampTz timeout_at;
+	int64		ttl_us;
+	DPersist	p;
+} DWaiter;
+
+/* dlock_store.c: the tables, through SPI inside the caller's transaction */
+extern bool dlock_store_installed(void);
+extern void dlock_store_set_logged(bool logged);
+extern int64 dlock_store_load_counter(void);
+extern void dlock_store_save_counter(int64 hi);
+extern void dlock_store_clear_queue(void);
+typedef void (*dlock_held_row_cb) (const char *name, const char *owner,
+								   int pid, TimestampTz backend_start,
+								   int mode, int32 count, int64 token,
+								   TimestampTz granted_at, TimestampTz expires_at,
+								   int64 ttl_us);
+extern void dlock_store_load_held(dlock_held_row_cb cb);
+extern void dlock_store_write(List *holders, List *waiters);
+extern void dlock_store_forget_plans(void);
+
+#endif							/* DLOCK_STATE_H */

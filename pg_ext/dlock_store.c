@@ -1,0 +1,429 @@
+/*
+ * dlock_store.c
+ *		The lock manager's tables: loading them at start and writing each
+ *		batch's changes as one set-based statement per kind of change.
+ *
+ * Every function runs inside the worker's transaction, between SPI_connect
+ * and SPI_finish.  Statements are prepared once and kept; values travel
+ * only as parameters (arrays unnested in the statement), never in the text.
+ * Names are schema-qualified and operators spelled OPERATOR(pg_catalog.x),
+ * and the worker runs with search_path = pg_catalog.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "dlock_state.h"
+
+typedef enum StorePlan
+{
+	PLAN_HELD_INSERT,
+	PLAN_HELD_UPDATE,
+	PLAN_HELD_DELETE,
+	PLAN_QUEUE_INSERT,
+	PLAN_QUEUE_DELETE,
+	NUM_PLANS
+} StorePlan;
+
+static const char *const plan_sql[NUM_PLANS] = {
+	[PLAN_HELD_INSERT] =
+	"INSERT INTO dlock.held (token, name, owner, pid, backend_start, mode, count,"
+	" granted_at, expires_at, ttl)"
+	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
+	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
+	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
+	" pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.int4[]),"
+	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.timestamptz[]),"
+	" pg_catalog.unnest($10::pg_catalog.interval[]))",
+	[PLAN_HELD_UPDATE] =
+	"UPDATE dlock.held h SET count = u.count, expires_at = u.expires_at, ttl = u.ttl"
+	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.int4[]),"
+	" pg_catalog.unnest($3::pg_catalog.timestamptz[]), pg_catalog.unnest($4::pg_catalog.interval[]))"
+	" AS u(token, count, expires_at, ttl)"
+	" WHERE h.token OPERATOR(pg_catalog.=) u.token",
+	[PLAN_HELD_DELETE] =
+	"DELETE FROM dlock.held WHERE token OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
+	[PLAN_QUEUE_INSERT] =
+	"INSERT INTO dlock.queue (ticket, name, owner, pid, backend_start, mode, since,"
+	" timeout_at, ttl)"
+	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
+	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
+	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
+	" pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.timestamptz[]),"
+	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.interval[]))",
+	[PLAN_QUEUE_DELETE] =
+	"DELETE FROM dlock.queue WHERE ticket OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
+};
+
+static SPIPlanPtr plans[NUM_PLANS];
+
+/* A column of values being gathered for one array parameter. */
+typedef struct Column
+{
+	Oid			type;
+	Datum	   *values;
+	bool	   *nulls;
+	int			n;
+} Column;
+
+static void
+column_init(Column *c, Oid type, int capacity)
+{
+	c->type = type;
+	c->values = palloc(sizeof(Datum) * Max(capacity, 1));
+	c->nulls = palloc(sizeof(bool) * Max(capacity, 1));
+	c->n = 0;
+}
+
+static void
+column_add(Column *c, Datum value, bool isnull)
+{
+	c->values[c->n] = value;
+	c->nulls[c->n] = isnull;
+	c->n++;
+}
+
+static Datum
+column_array(Column *c)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			dims[1] = {c->n};
+	int			lbs[1] = {1};
+
+	get_typlenbyvalalign(c->type, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_md_array(c->values, c->nulls, 1, dims, lbs,
+											  c->type, typlen, typbyval, typalign));
+}
+
+static Datum
+interval_datum(int64 us)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = us;
+	return IntervalPGetDatum(iv);
+}
+
+static int64
+interval_us(Datum d)
+{
+	Interval   *iv = DatumGetIntervalP(d);
+
+	return iv->time + ((int64) iv->month * DAYS_PER_MONTH + iv->day) * USECS_PER_DAY;
+}
+
+static int
+mode_from_name(const char *name)
+{
+	for (int m = 0; m < DLOCK_NMODES; m++)
+		if (strcmp(dlock_mode_name(m), name) == 0)
+			return m;
+	elog(ERROR, "unknown mode \"%s\" in dlock.held", name);
+	return DLOCK_MODE_INVALID;
+}
+
+static SPIPlanPtr
+get_plan(StorePlan which, int nargs, Oid *argtypes)
+{
+	if (plans[which] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(plan_sql[which], nargs, argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		plans[which] = plan;
+	}
+	return plans[which];
+}
+
+/* Run a kept plan with one array parameter per column. */
+static void
+run_plan(StorePlan which, Column *cols, int ncols, int expected_rows)
+{
+	Oid			argtypes[16];
+	Datum		args[16];
+	int			ret;
+
+	Assert(ncols <= 16);
+	for (int i = 0; i < ncols; i++)
+	{
+		argtypes[i] = get_array_type(cols[i].type);
+		args[i] = column_array(&cols[i]);
+	}
+	ret = SPI_execute_plan(get_plan(which, ncols, argtypes), args, NULL, false, 0);
+	if (ret < 0)
+		elog(ERROR, "dlock store statement failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed != (uint64) expected_rows)
+		elog(ERROR, "dlock store statement changed " UINT64_FORMAT " rows, expected %d",
+			 SPI_processed, expected_rows);
+}
+
+void
+dlock_store_forget_plans(void)
+{
+	for (int i = 0; i < NUM_PLANS; i++)
+	{
+		if (plans[i])
+			SPI_freeplan(plans[i]);
+		plans[i] = NULL;
+	}
+}
+
+/* True if the extension and its tables exist in this database. */
+bool
+dlock_store_installed(void)
+{
+	Oid			nsp;
+
+	if (!OidIsValid(get_extension_oid("dlock", true)))
+		return false;
+	nsp = get_namespace_oid("dlock", true);
+	return OidIsValid(nsp) &&
+		OidIsValid(get_relname_relid("held", nsp)) &&
+		OidIsValid(get_relname_relid("queue", nsp)) &&
+		OidIsValid(get_relname_relid("ticket_counter", nsp));
+}
+
+/* Make the tables' persistence match dlock.logged. */
+void
+dlock_store_set_logged(bool logged)
+{
+	static const char *const tables[] = {"held", "queue", "ticket_counter"};
+	Oid			nsp = get_namespace_oid("dlock", false);
+
+	for (size_t i = 0; i < lengthof(tables); i++)
+	{
+		Oid			relid = get_relname_relid(tables[i], nsp);
+		char		want = logged ? RELPERSISTENCE_PERMANENT : RELPERSISTENCE_UNLOGGED;
+		StringInfoData sql;
+
+		if (get_rel_persistence(relid) == want)
+			continue;
+		/* table names are our own constants, not input */
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "ALTER TABLE dlock.%s SET %s", tables[i],
+						 logged ? "LOGGED" : "UNLOGGED");
+		if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not change the persistence of dlock.%s", tables[i]);
+		ereport(LOG,
+				(errmsg("dlock: table dlock.%s is now %s", tables[i],
+						logged ? "logged" : "unlogged")));
+	}
+}
+
+int64
+dlock_store_load_counter(void)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (SPI_execute("SELECT hi FROM dlock.ticket_counter", true, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "dlock.ticket_counter must hold exactly one row");
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		elog(ERROR, "dlock.ticket_counter.hi is null");
+	return DatumGetInt64(d);
+}
+
+void
+dlock_store_save_counter(int64 hi)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1] = {Int64GetDatum(hi)};
+
+	if (SPI_execute_with_args("UPDATE dlock.ticket_counter SET hi = $1",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not update dlock.ticket_counter");
+}
+
+/* Waiters live in memory and the table mirrors them: start from empty. */
+void
+dlock_store_clear_queue(void)
+{
+	if (SPI_execute("DELETE FROM dlock.queue", false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not clear dlock.queue");
+}
+
+void
+dlock_store_load_held(dlock_held_row_cb cb)
+{
+	Portal		portal;
+	SPIPlanPtr	plan;
+
+	plan = SPI_prepare("SELECT token, name, owner, pid, backend_start, mode, count,"
+					   " granted_at, expires_at, ttl FROM dlock.held", 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	for (;;)
+	{
+		SPI_cursor_fetch(portal, true, 10000);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull[10];
+			Datum		v[10];
+			char	   *name;
+			char	   *owner;
+			char	   *mode;
+
+			for (int c = 0; c < 10; c++)
+				v[c] = SPI_getbinval(tup, desc, c + 1, &isnull[c]);
+			name = TextDatumGetCString(v[1]);
+			owner = isnull[2] ? NULL : TextDatumGetCString(v[2]);
+			mode = TextDatumGetCString(v[5]);
+			cb(name, owner,
+			   DatumGetInt32(v[3]), DatumGetTimestampTz(v[4]),
+			   mode_from_name(mode), DatumGetInt32(v[6]), DatumGetInt64(v[0]),
+			   DatumGetTimestampTz(v[7]),
+			   isnull[8] ? 0 : DatumGetTimestampTz(v[8]),
+			   isnull[9] ? 0 : interval_us(v[9]));
+			pfree(name);
+			pfree(mode);
+			if (owner)
+				pfree(owner);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_freeplan(plan);
+}
+
+static Datum
+text_datum(const char *s)
+{
+	return PointerGetDatum(cstring_to_text(s));
+}
+
+/*
+ * dlock_store_write
+ *		Write the batch's changes: for each touched holder or waiter, insert
+ *		the row of a new live one, delete the row of a dead stored one, and
+ *		update a stored live one that changed.  Objects born and dead within
+ *		the batch never reach the table.
+ */
+void
+dlock_store_write(List *holders, List *waiters)
+{
+	int			nh = list_length(holders);
+	int			nw = list_length(waiters);
+	Column		hi[10];
+	Column		hu[4];
+	Column		hd[1];
+	Column		qi[9];
+	Column		qd[1];
+	ListCell   *lc;
+
+	column_init(&hi[0], INT8OID, nh);
+	column_init(&hi[1], TEXTOID, nh);
+	column_init(&hi[2], TEXTOID, nh);
+	column_init(&hi[3], INT4OID, nh);
+	column_init(&hi[4], TIMESTAMPTZOID, nh);
+	column_init(&hi[5], TEXTOID, nh);
+	column_init(&hi[6], INT4OID, nh);
+	column_init(&hi[7], TIMESTAMPTZOID, nh);
+	column_init(&hi[8], TIMESTAMPTZOID, nh);
+	column_init(&hi[9], INTERVALOID, nh);
+	column_init(&hu[0], INT8OID, nh);
+	column_init(&hu[1], INT4OID, nh);
+	column_init(&hu[2], TIMESTAMPTZOID, nh);
+	column_init(&hu[3], INTERVALOID, nh);
+	column_init(&hd[0], INT8OID, nh);
+
+	foreach(lc, holders)
+	{
+		DHolder    *h = lfirst(lc);
+
+		if (h->p.dead)
+		{
+			if (h->p.stored)
+				column_add(&hd[0], Int64GetDatum(h->token), false);
+		}
+		else if (!h->p.stored)
+		{
+			column_add(&hi[0], Int64GetDatum(h->token), false);
+			column_add(&hi[1], text_datum(h->lock->name), false);
+			column_add(&hi[2], h->owner->key ? text_datum(h->owner->key) : (Datum) 0,
+					   h->owner->key == NULL);
+			column_add(&hi[3], Int32GetDatum(h->pid), false);
+			column_add(&hi[4], TimestampTzGetDatum(h->backend_start), false);
+			column_add(&hi[5], text_datum(dlock_mode_name(h->mode)), false);
+			column_add(&hi[6], Int32GetDatum(h->count), false);
+			column_add(&hi[7], TimestampTzGetDatum(h->granted_at), false);
+			column_add(&hi[8], TimestampTzGetDatum(h->expires_at), h->expires_at == 0);
+			column_add(&hi[9], interval_datum(h->ttl_us), h->ttl_us == 0);
+		}
+		else if (h->p.dirty)
+		{
+			column_add(&hu[0], Int64GetDatum(h->token), false);
+			column_add(&hu[1], Int32GetDatum(h->count), false);
+			column_add(&hu[2], TimestampTzGetDatum(h->expires_at), h->expires_at == 0);
+			column_add(&hu[3], interval_datum(h->ttl_us), h->ttl_us == 0);
+		}
+	}
+
+	column_init(&qi[0], INT8OID, nw);
+	column_init(&qi[1], TEXTOID, nw);
+	column_init(&qi[2], TEXTOID, nw);
+	column_init(&qi[3], INT4OID, nw);
+	column_init(&qi[4], TIMESTAMPTZOID, nw);
+	column_init(&qi[5], TEXTOID, nw);
+	column_init(&qi[6], TIMESTAMPTZOID, nw);
+	column_init(&qi[7], TIMESTAMPTZOID, nw);
+	column_init(&qi[8], INTERVALOID, nw);
+	column_init(&qd[0], INT8OID, nw);
+
+	foreach(lc, waiters)
+	{
+		DWaiter    *w = lfirst(lc);
+
+		if (w->p.dead)
+		{
+			if (w->p.stored)
+				column_add(&qd[0], Int64GetDatum(w->ticket), false);
+		}
+		else if (!w->p.stored)
+		{
+			column_add(&qi[0], Int64GetDatum(w->ticket), false);
+			column_add(&qi[1], text_datum(w->lock->name), false);
+			column_add(&qi[2], w->owner->key ? text_datum(w->owner->key) : (Datum) 0,
+					   w->owner->key == NULL);
+			column_add(&qi[3], Int32GetDatum(w->pid), false);
+			column_add(&qi[4], TimestampTzGetDatum(w->backend_start), false);
+			column_add(&qi[5], text_datum(dlock_mode_name(w->mode)), false);
+			column_add(&qi[6], TimestampTzGetDatum(w->since), false);
+			column_add(&qi[7], TimestampTzGetDatum(w->timeout_at), w->timeout_at == 0);
+			column_add(&qi[8], interval_datum(w->ttl_us), w->ttl_us == 0);
+		}
+	}
+
+	/* deletes first: a batch may free a name and hand it on */
+	if (hd[0].n > 0)
+		run_plan(PLAN_HELD_DELETE, hd, 1, hd[0].n);
+	if (qd[0].n > 0)
+		run_plan(PLAN_QUEUE_DELETE, qd, 1, qd[0].n);
+	if (hu[0].n > 0)
+		run_plan(PLAN_HELD_UPDATE, hu, 4, hu[0].n);
+	if (hi[0].n > 0)
+		run_plan(PLAN_HELD_INSERT, hi, 10, hi[0].n);
+	if (qi[0].n > 0)
+		run_plan(PLAN_QUEUE_INSERT, qi, 9, qi[0].n);
+}

@@ -1,0 +1,1500 @@
+/*
+ * dlock_worker.c
+ *		The dlock lock manager: one background worker per cluster that owns
+ *		the queue-then-main-row algorithm and is the single writer of its
+ *		tables.
+ *
+ * Each pass of the main loop is a batch: take every submitted request,
+ * session end and withdrawal from the slots, expire due leases, decide all
+ * of it against the in-memory picture (dlock_state.h), write the changes as
+ * a few set-based statements in one transaction, commit, and only then
+ * publish the answers and set the backends' latches.  Requests that arrive
+ * while a batch commits form the next batch, so commits are grouped.
+ *
+ * Ordering: every request gets a ticket from one counter; the ticket of the
+ * grant is the fencing token.  A request is granted only when compatible
+ * with every holder (other than its own owner) and every request queued
+ * before it, so grants of one lock follow ticket order.  Tickets below the
+ * stored counter 'hi' may have been handed out; a new worker starts at hi,
+ * so tokens never go backwards, across restarts and crashes.
+ *
+ * Errors: a batch that fails is rolled back and the picture is rebuilt from
+ * the tables (which still hold the last committed batch); the failed
+ * requests are then retried one per batch, and one that fails alone gets
+ * the error as its answer.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "dlock_state.h"
+
+/* Tickets reserved per update of the stored counter. */
+#define DLOCK_TICKET_RESERVE 10000
+
+/* String-keyed hash of pointers, for locks by name and owners by key. */
+typedef struct StrMapEntry
+{
+	const char *key;
+	uint32		hash;
+	char		status;
+	void	   *value;
+} StrMapEntry;
+
+#define SH_PREFIX strmap
+#define SH_ELEMENT_TYPE StrMapEntry
+#define SH_KEY_TYPE const char *
+#define SH_KEY key
+#define SH_HASH_KEY(tb, k) hash_bytes((const unsigned char *) (k), strlen(k))
+#define SH_EQUAL(tb, a, b) (strcmp(a, b) == 0)
+#define SH_SCOPE static inline
+#define SH_STORE_HASH
+#define SH_GET_HASH(tb, a) ((a)->hash)
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
+
+/* A request as taken from its slot. */
+typedef struct Request
+{
+	int			slotno;
+	uint64		seq;
+	DLockOp		op;
+	int			mode;
+	int64		ttl_us;
+	TimestampTz timeout_at;
+	int			pid;
+	TimestampTz session_start;
+	char	   *name;
+	char	   *owner;			/* NULL: the session */
+	/* for a session that ended: where its last request stood */
+	DLockSlotState state;
+	DLockStatus status;
+} Request;
+
+/* What to tell a slot once the batch has committed. */
+typedef struct Outcome
+{
+	bool		listed;
+	bool		answered;
+	bool		queued;			/* waits: publish its ticket */
+	bool		end_session;	/* session cleaned up: free the slot */
+	DLockStatus status;
+	int64		token;
+	TimestampTz expires_at;
+	int32		count;
+	char		errmsg[DLOCK_ERRMSG_LEN];
+} Outcome;
+
+/* The picture */
+static MemoryContext state_cxt;
+static strmap_hash *locks_map;
+static strmap_hash *owners_map;
+static pairingheap *expiry_heap;
+static DWaiter **slot_waiter;	/* per slot: the request it waits with */
+static int64 next_ticket;
+static int64 ticket_hi;			/* tickets below it are covered by the table */
+static bool ticket_hi_dirty;
+static bool ready = false;
+
+/* The batch */
+static MemoryContext batch_cxt;
+static List *touched_holders;
+static List *touched_waiters;
+static List *maybe_empty_locks;
+static List *maybe_empty_owners;
+static List *grant_scan_locks;	/* locks to look at before the next batch */
+static Outcome *outcomes;
+static List *outcome_slots;
+
+/* After an error: take new requests one at a time to isolate a bad one. */
+static bool isolate = false;
+static int	isolated_slot = -1;	/* the one taken in this batch, or -1 */
+
+static void worker_exit(int code, Datum arg);
+
+/* ---------------------------------------------------------------------
+ * The picture: owners, locks, holders, waiters
+ * --------------------------------------------------------------------- */
+
+static int
+expiry_cmp(const pairingheap_node *a, const pairingheap_node *b, void *arg)
+{
+	const DHolder *ha = pairingheap_const_container(DHolder, expiry_node, a);
+	const DHolder *hb = pairingheap_const_container(DHolder, expiry_node, b);
+
+	/* the heap's first node is the one that expires soonest */
+	if (ha->expires_at < hb->expires_at)
+		return 1;
+	if (ha->expires_at > hb->expires_at)
+		return -1;
+	return 0;
+}
+
+static void
+picture_reset(void)
+{
+	MemoryContext old;
+
+	MemoryContextReset(state_cxt);
+	old = MemoryContextSwitchTo(state_cxt);
+	locks_map = strmap_create(state_cxt, 1024, NULL);
+	owners_map = strmap_create(state_cxt, 256, NULL);
+	expiry_heap = pairingheap_allocate(expiry_cmp, NULL);
+	MemoryContextSwitchTo(old);
+	memset(slot_waiter, 0, sizeof(DWaiter *) * dlock_shared->nslots);
+	grant_scan_locks = NIL;
+}
+
+static char *
+owner_hkey(const char *key, int pid, TimestampTz session_start)
+{
+	if (key)
+		return psprintf("k%s", key);
+	return psprintf("s%d.%lld", pid, (long long) session_start);
+}
+
+static DOwner *
+owner_find(const char *key, int pid, TimestampTz session_start)
+{
+	char	   *hkey = owner_hkey(key, pid, session_start);
+	StrMapEntry *e = strmap_lookup(owners_map, hkey);
+
+	pfree(hkey);
+	return e ? e->value : NULL;
+}
+
+static DOwner *
+owner_get(const char *key, int pid, TimestampTz session_start)
+{
+	MemoryContext old = MemoryContextSwitchTo(state_cxt);
+	char	   *hkey = owner_hkey(key, pid, session_start);
+	bool		found;
+	StrMapEntry *e = strmap_insert(owners_map, hkey, &found);
+	DOwner	   *o;
+
+	if (found)
+	{
+		pfree(hkey);
+		MemoryContextSwitchTo(old);
+		return e->value;
+	}
+	o = palloc0(sizeof(DOwner));
+	o->hkey = hkey;
+	o->key = key ? pstrdup(key) : NULL;
+	o->pid = pid;
+	o->session_start = session_start;
+	dlist_init(&o->holders);
+	dlist_init(&o->waiters);
+	e->value = o;
+	MemoryContextSwitchTo(old);
+	return o;
+}
+
+static DLock *
+lock_find(const char *name)
+{
+	StrMapEntry *e = strmap_lookup(locks_map, name);
+
+	return e ? e->value : NULL;
+}
+
+static DLock *
+lock_get(const char *name)
+{
+	MemoryContext old;
+	StrMapEntry *e;
+	bool		found;
+	DLock	   *l;
+	char	   *copy;
+
+	e = strmap_lookup(locks_map, name);
+	if (e)
+		return e->value;
+	old = MemoryContextSwitchTo(state_cxt);
+	copy = pstrdup(name);
+	e = strmap_insert(locks_map, copy, &found);
+	l = palloc0(sizeof(DLock));
+	l->name = copy;
+	dlist_init(&l->holders);
+	dlist_init(&l->waiters);
+	e->value = l;
+	MemoryContextSwitchTo(old);
+	return l;
+}
+
+static void
+note_maybe_empty(DLock *lock, DOwner *owner)
+{
+	MemoryContext old = MemoryContextSwitchTo(batch_cxt);
+
+	if (lock)
+		maybe_empty_locks = lappend(maybe_empty_locks, lock);
+	if (owner)
+		maybe_empty_owners = lappend(maybe_empty_owners, owner);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+touch_holder(DHolder *h)
+{
+	if (!h->p.listed)
+	{
+		MemoryContext old = MemoryContextSwitchTo(batch_cxt);
+
+		h->p.listed = true;
+		touched_holders = lappend(touched_holders, h);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+static void
+touch_waiter(DWaiter *w)
+{
+	if (!w->p.listed)
+	{
+		MemoryContext old = MemoryContextSwitchTo(batch_cxt);
+
+		w->p.listed = true;
+		touched_waiters = lappend(touched_waiters, w);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+static void
+holder_set_lease(DHolder *h, int64 ttl_us, TimestampTz now)
+{
+	if (h->in_expiry_heap)
+	{
+		pairingheap_remove(expiry_heap, &h->expiry_node);
+		h->in_expiry_heap = false;
+	}
+	h->ttl_us = ttl_us;
+	h->expires_at = ttl_us > 0 ? now + ttl_us : 0;
+	if (h->expires_at != 0)
+	{
+		pairingheap_add(expiry_heap, &h->expiry_node);
+		h->in_expiry_heap = true;
+	}
+}
+
+static DHolder *
+holder_add(DLock *lock, DOwner *owner, int mode, int64 token, int32 count,
+		   int pid, TimestampTz backend_start, TimestampTz granted_at)
+{
+	DHolder    *h = MemoryContextAllocZero(state_cxt, sizeof(DHolder));
+
+	h->lock = lock;
+	h->owner = owner;
+	h->mode = mode;
+	h->count = count;
+	h->token = token;
+	h->pid = pid;
+	h->backend_start = backend_start;
+	h->granted_at = granted_at;
+	dlist_push_tail(&lock->holders, &h->lock_node);
+	dlist_push_tail(&owner->holders, &h->owner_node);
+	lock->nheld[mode]++;
+	return h;
+}
+
+static void
+holder_remove(DHolder *h)
+{
+	dlist_delete(&h->lock_node);
+	dlist_delete(&h->owner_node);
+	h->lock->nheld[h->mode]--;
+	if (h->in_expiry_heap)
+	{
+		pairingheap_remove(expiry_heap, &h->expiry_node);
+		h->in_expiry_heap = false;
+	}
+	h->p.dead = true;
+	touch_holder(h);
+	note_maybe_empty(h->lock, h->owner);
+}
+
+static DHolder *
+holder_of(DLock *lock, DOwner *owner)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &lock->holders)
+	{
+		DHolder    *h = dlist_container(DHolder, lock_node, it.cur);
+
+		if (h->owner == owner)
+			return h;
+	}
+	return NULL;
+}
+
+static void
+waiter_remove(DWaiter *w)
+{
+	dlist_delete(&w->lock_node);
+	dlist_delete(&w->owner_node);
+	w->lock->nwaiting[w->mode]--;
+	if (slot_waiter[w->slotno] == w)
+		slot_waiter[w->slotno] = NULL;
+	w->p.dead = true;
+	touch_waiter(w);
+	note_maybe_empty(w->lock, w->owner);
+}
+
+/* Modes held on the lock by owners other than 'except'. */
+static DLockModeMask
+held_modes(DLock *lock, DHolder *except)
+{
+	DLockModeMask m = 0;
+
+	for (int i = 0; i < DLOCK_NMODES; i++)
+	{
+		int			n = lock->nheld[i] - (except && except->mode == i ? 1 : 0);
+
+		if (n > 0)
+			m |= DLOCK_MODE_BIT(i);
+	}
+	return m;
+}
+
+static DLockModeMask
+waiting_modes(DLock *lock)
+{
+	DLockModeMask m = 0;
+
+	for (int i = 0; i < DLOCK_NMODES; i++)
+		if (lock->nwaiting[i] > 0)
+			m |= DLOCK_MODE_BIT(i);
+	return m;
+}
+
+static bool
+compatible(int mode, DLockModeMask others)
+{
+	return (dlock_mode_conflicts(mode) & others) == 0;
+}
+
+static int64
+take_ticket(void)
+{
+	int64		t = next_ticket++;
+
+	if (next_ticket > ticket_hi)
+	{
+		ticket_hi = next_ticket + DLOCK_TICKET_RESERVE;
+		ticket_hi_dirty = true;
+	}
+	return t;
+}
+
+/* ---------------------------------------------------------------------
+ * Outcomes
+ * --------------------------------------------------------------------- */
+
+static Outcome *
+outcome_of(int slotno)
+{
+	Outcome    *o = &outcomes[slotno];
+
+	if (!o->listed)
+	{
+		MemoryContext old = MemoryContextSwitchTo(batch_cxt);
+
+		memset(o, 0, sizeof(Outcome));
+		o->listed = true;
+		outcome_slots = lappend_int(outcome_slots, slotno);
+		MemoryContextSwitchTo(old);
+	}
+	return o;
+}
+
+static void
+answer(int slotno, DLockStatus status, int64 token, TimestampTz expires_at,
+	   int32 count)
+{
+	Outcome    *o = outcome_of(slotno);
+
+	o->answered = true;
+	o->queued = false;
+	o->status = status;
+	o->token = token;
+	o->expires_at = expires_at;
+	o->count = count;
+}
+
+static void
+answer_error(int slotno, DLockStatus status, const char *msg)
+{
+	Outcome    *o = outcome_of(slotno);
+
+	answer(slotno, status, 0, 0, 0);
+	strlcpy(o->errmsg, msg, DLOCK_ERRMSG_LEN);
+}
+
+/* ---------------------------------------------------------------------
+ * The algorithm
+ * --------------------------------------------------------------------- */
+
+/*
+ * reacquire
+ *		The owner holds the lock already: count one more level, renewing the
+ *		lease if the request brings one.  A stronger mode than held would be
+ *		a conversion, which is not this; refuse it.
+ */
+static void
+reacquire(DHolder *h, int slotno, int mode, int64 ttl_us, TimestampTz now)
+{
+	if (!dlock_mode_covers(h->mode, mode))
+	{
+		answer(slotno, DLOCK_STATUS_MODE_HELD, 0, 0, 0);
+		return;
+	}
+	h->count++;
+	if (ttl_us > 0)
+		holder_set_lease(h, ttl_us, now);
+	h->p.dirty = true;
+	touch_holder(h);
+	answer(slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
+}
+
+/*
+ * grant_waiters
+ *		Grant, in ticket order, every waiter compatible with the holders and
+ *		with every request still queued before it.
+ */
+static void
+grant_waiters(DLock *lock, TimestampTz now)
+{
+	DLockModeMask ahead = 0;
+	dlist_mutable_iter it;
+
+	dlist_foreach_modify(it, &lock->waiters)
+	{
+		DWaiter    *w = dlist_container(DWaiter, lock_node, it.cur);
+		DHolder    *own = holder_of(lock, w->owner);
+
+		if (compatible(w->mode, ahead) &&
+			compatible(w->mode, held_modes(lock, own)))
+		{
+			if (own)
+				reacquire(own, w->slotno, w->mode, w->ttl_us, now);
+			else
+			{
+				DHolder    *h = holder_add(lock, w->owner, w->mode, w->ticket, 1,
+										   w->pid, w->backend_start, now);
+
+				holder_set_lease(h, w->ttl_us, now);
+				touch_holder(h);
+				answer(w->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, 1);
+			}
+			waiter_remove(w);
+		}
+		else
+		{
+			ahead |= DLOCK_MODE_BIT(w->mode);
+			/* nothing passes an exclusive request */
+			if (ahead & DLOCK_MODE_BIT(DLOCK_MODE_EX))
+				break;
+		}
+	}
+}
+
+static void
+release_holder(DHolder *h, TimestampTz now)
+{
+	DLock	   *lock = h->lock;
+
+	holder_remove(h);
+	grant_waiters(lock, now);
+}
+
+/*
+ * end_owner
+ *		Release everything the owner holds and withdraw everything it waits
+ *		for; withdrawn waiters other than 'except_slot' are told so.  The
+ *		freed locks are handed on only afterwards, so nothing is granted to
+ *		this owner again.  Returns how many holders and waiters it ended.
+ */
+static int
+end_owner(DOwner *owner, int except_slot, TimestampTz now)
+{
+	List	   *locks = NIL;
+	ListCell   *lc;
+	int			n = 0;
+	MemoryContext old = MemoryContextSwitchTo(batch_cxt);
+
+	while (!dlist_is_empty(&owner->waiters))
+	{
+		DWaiter    *w = dlist_head_element(DWaiter, owner_node, &owner->waiters);
+
+		if (w->slotno != except_slot)
+			answer(w->slotno, DLOCK_STATUS_WITHDRAWN, 0, 0, 0);
+		locks = lappend(locks, w->lock);
+		waiter_remove(w);
+		n++;
+	}
+	while (!dlist_is_empty(&owner->holders))
+	{
+		DHolder    *h = dlist_head_element(DHolder, owner_node, &owner->holders);
+
+		locks = lappend(locks, h->lock);
+		holder_remove(h);
+		n++;
+	}
+	MemoryContextSwitchTo(old);
+	foreach(lc, locks)
+		grant_waiters(lfirst(lc), now);
+	note_maybe_empty(NULL, owner);
+	return n;
+}
+
+static void
+withdraw_waiter(DWaiter *w, TimestampTz now)
+{
+	DLock	   *lock = w->lock;
+
+	waiter_remove(w);
+	grant_waiters(lock, now);
+}
+
+static void
+do_acquire(Request *r, TimestampTz now)
+{
+	DOwner	   *owner = owner_get(r->owner, r->pid, r->session_start);
+	DLock	   *lock = lock_get(r->name);
+	DHolder    *own = holder_of(lock, owner);
+
+	if (own)
+		reacquire(own, r->slotno, r->mode, r->ttl_us, now);
+	else if (compatible(r->mode, held_modes(lock, NULL)) &&
+			 compatible(r->mode, waiting_modes(lock)))
+	{
+		DHolder    *h = holder_add(lock, owner, r->mode, take_ticket(), 1,
+								   r->pid, r->session_start, now);
+
+		holder_set_lease(h, r->ttl_us, now);
+		touch_holder(h);
+		answer(r->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, 1);
+	}
+	else if (r->op == DLOCK_OP_TRY)
+		answer(r->slotno, DLOCK_STATUS_REFUSED, 0, 0, 0);
+	else
+	{
+		DWaiter    *w = MemoryContextAllocZero(state_cxt, sizeof(DWaiter));
+
+		w->lock = lock;
+		w->owner = owner;
+		w->mode = r->mode;
+		w->ticket = take_ticket();
+		w->slotno = r->slotno;
+		w->pid = r->pid;
+		w->backend_start = r->session_start;
+		w->since = now;
+		w->timeout_at = r->timeout_at;
+		w->ttl_us = r->ttl_us;
+		dlist_push_tail(&lock->waiters, &w->lock_node);
+		dlist_push_tail(&owner->waiters, &w->owner_node);
+		lock->nwaiting[w->mode]++;
+		slot_waiter[r->slotno] = w;
+		touch_waiter(w);
+		outcome_of(r->slotno)->queued = true;
+	}
+	note_maybe_empty(lock, owner);
+}
+
+static DHolder *
+find_holder(Request *r)
+{
+	DOwner	   *owner = owner_find(r->owner, r->pid, r->session_start);
+	DLock	   *lock = lock_find(r->name);
+
+	if (owner == NULL || lock == NULL)
+		return NULL;
+	return holder_of(lock, owner);
+}
+
+static void
+do_release(Request *r, TimestampTz now)
+{
+	DHolder    *h = find_holder(r);
+
+	if (h == NULL)
+	{
+		answer(r->slotno, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
+		return;
+	}
+	if (--h->count > 0)
+	{
+		h->p.dirty = true;
+		touch_holder(h);
+		answer(r->slotno, DLOCK_STATUS_RELEASED, h->token, 0, h->count);
+		return;
+	}
+	answer(r->slotno, DLOCK_STATUS_RELEASED, h->token, 0, 0);
+	release_holder(h, now);
+}
+
+static void
+do_renew(Request *r, TimestampTz now)
+{
+	DHolder    *h = find_holder(r);
+	int64		ttl_us;
+
+	if (h == NULL)
+	{
+		answer(r->slotno, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
+		return;
+	}
+	ttl_us = r->ttl_us > 0 ? r->ttl_us : h->ttl_us;
+	if (ttl_us > 0)
+	{
+		holder_set_lease(h, ttl_us, now);
+		h->p.dirty = true;
+		touch_holder(h);
+	}
+	answer(r->slotno, DLOCK_STATUS_RENEWED, h->token, h->expires_at, h->count);
+}
+
+static void
+do_release_all(Request *r, TimestampTz now)
+{
+	DOwner	   *owner = owner_find(r->owner, r->pid, r->session_start);
+	int			n = owner ? end_owner(owner, r->slotno, now) : 0;
+
+	answer(r->slotno, DLOCK_STATUS_COUNT, 0, 0, n);
+}
+
+static void
+execute(Request *r, TimestampTz now)
+{
+	switch (r->op)
+	{
+		case DLOCK_OP_ACQUIRE:
+		case DLOCK_OP_TRY:
+			do_acquire(r, now);
+			break;
+		case DLOCK_OP_RELEASE:
+			do_release(r, now);
+			break;
+		case DLOCK_OP_RENEW:
+			do_renew(r, now);
+			break;
+		case DLOCK_OP_RELEASE_ALL:
+			do_release_all(r, now);
+			break;
+		default:
+			answer_error(r->slotno, DLOCK_STATUS_ERROR, "unknown request");
+			break;
+	}
+}
+
+/* Release every lease that has run out. */
+static void
+expire_leases(TimestampTz now)
+{
+	while (!pairingheap_is_empty(expiry_heap))
+	{
+		DHolder    *h = pairingheap_container(DHolder, expiry_node,
+											  pairingheap_first(expiry_heap));
+
+		if (h->expires_at > now)
+			break;
+		release_holder(h, now);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Slots
+ * --------------------------------------------------------------------- */
+
+/* Copy a slot's request; caller holds the slot's mutex. */
+static void
+copy_request(DLockSlot *slot, int slotno, Request *r)
+{
+	r->slotno = slotno;
+	r->seq = slot->seq;
+	r->op = slot->op;
+	r->mode = slot->mode;
+	r->ttl_us = slot->ttl_us;
+	r->timeout_at = slot->timeout_at;
+	r->pid = slot->pid;
+	r->session_start = slot->session_start;
+	r->name = pnstrdup(dlock_slot_name(slot), slot->name_len);
+	r->owner = slot->owner_len > 0 ?
+		pnstrdup(dlock_slot_owner(slot), slot->owner_len) : NULL;
+}
+
+static int
+request_seq_cmp(const ListCell *a, const ListCell *b)
+{
+	const Request *ra = lfirst(a);
+	const Request *rb = lfirst(b);
+
+	if (ra->seq < rb->seq)
+		return -1;
+	return ra->seq > rb->seq ? 1 : 0;
+}
+
+/*
+ * session_gone
+ *		Clean up after an exited session: its waiting request, a grant it
+ *		never collected (owner-keyed: the session's own locks go anyway),
+ *		and every lock the session owns.
+ */
+static void
+session_gone(Request *last, TimestampTz now)
+{
+	DWaiter    *w = slot_waiter[last->slotno];
+	DOwner	   *owner;
+
+	if (w)
+		withdraw_waiter(w, now);
+	if (last->state == DLOCK_SLOT_DONE && last->status == DLOCK_STATUS_GRANTED &&
+		(last->op == DLOCK_OP_ACQUIRE || last->op == DLOCK_OP_TRY) &&
+		last->owner != NULL)
+	{
+		DHolder    *h = find_holder(last);
+
+		if (h && --h->count > 0)
+		{
+			h->p.dirty = true;
+			touch_holder(h);
+		}
+		else if (h)
+			release_holder(h, now);
+	}
+	owner = owner_find(NULL, last->pid, last->session_start);
+	if (owner)
+		end_owner(owner, last->slotno, now);
+	outcome_of(last->slotno)->end_session = true;
+}
+
+/*
+ * collect
+ *		Take from the slots what this batch handles: session ends,
+ *		withdrawals and new requests (in submission order).  New requests
+ *		are marked ACCEPTED.  In isolation mode only the earliest new request
+ *		is taken; the others stay submitted for later batches.
+ */
+static void
+collect(List **ended, List **withdrawn, List **fresh)
+{
+	for (int i = 0; i < dlock_shared->nslots; i++)
+	{
+		DLockSlot  *slot = dlock_slot(i);
+		Request    *r;
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->pid == 0)
+		{
+			SpinLockRelease(&slot->mutex);
+			continue;
+		}
+		if (slot->session_ended)
+		{
+			r = palloc(sizeof(Request));
+			copy_request(slot, i, r);
+			r->state = slot->state;
+			r->status = slot->status;
+			SpinLockRelease(&slot->mutex);
+			*ended = lappend(*ended, r);
+		}
+		else if (slot->cancel &&
+				 (slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED))
+		{
+			slot->state = DLOCK_SLOT_ACCEPTED;
+			r = palloc(sizeof(Request));
+			copy_request(slot, i, r);
+			SpinLockRelease(&slot->mutex);
+			*withdrawn = lappend(*withdrawn, r);
+		}
+		else if (slot->state == DLOCK_SLOT_SUBMITTED)
+		{
+			slot->state = DLOCK_SLOT_ACCEPTED;
+			r = palloc(sizeof(Request));
+			copy_request(slot, i, r);
+			SpinLockRelease(&slot->mutex);
+			*fresh = lappend(*fresh, r);
+		}
+		else
+			SpinLockRelease(&slot->mutex);
+	}
+	list_sort(*fresh, request_seq_cmp);
+
+	if (isolate && list_length(*fresh) > 1)
+	{
+		ListCell   *lc;
+
+		for_each_from(lc, *fresh, 1)
+		{
+			Request    *r = lfirst(lc);
+			DLockSlot  *slot = dlock_slot(r->slotno);
+
+			SpinLockAcquire(&slot->mutex);
+			if (slot->state == DLOCK_SLOT_ACCEPTED)
+				slot->state = DLOCK_SLOT_SUBMITTED;
+			SpinLockRelease(&slot->mutex);
+		}
+		*fresh = list_truncate(*fresh, 1);
+	}
+}
+
+/*
+ * publish
+ *		After commit: hand every outcome to its slot and wake its backend.
+ */
+static void
+publish(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, outcome_slots)
+	{
+		int			slotno = lfirst_int(lc);
+		Outcome    *o = &outcomes[slotno];
+		DLockSlot  *slot = dlock_slot(slotno);
+		PGPROC	   *proc = &ProcGlobal->allProcs[slotno];
+		bool		wake = false;
+
+		SpinLockAcquire(&slot->mutex);
+		if (o->end_session)
+		{
+			slot->pid = 0;
+			slot->session_ended = false;
+			slot->state = DLOCK_SLOT_FREE;
+			slot->cancel = false;
+		}
+		else if (o->answered)
+		{
+			slot->status = o->status;
+			slot->token = o->token;
+			slot->expires_at = o->expires_at;
+			slot->count = o->count;
+			memcpy(slot->errmsg, o->errmsg, DLOCK_ERRMSG_LEN);
+			slot->state = DLOCK_SLOT_DONE;
+			wake = true;
+		}
+		else if (o->queued && slot_waiter[slotno] != NULL)
+			slot->ticket = slot_waiter[slotno]->ticket;
+		SpinLockRelease(&slot->mutex);
+		if (wake)
+			SetLatch(&proc->procLatch);
+		o->listed = false;
+	}
+}
+
+/* After commit: the rows now match; free what left the picture. */
+static void
+settle(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, touched_holders)
+	{
+		DHolder    *h = lfirst(lc);
+
+		if (h->p.dead)
+			pfree(h);
+		else
+		{
+			h->p.stored = true;
+			h->p.dirty = false;
+			h->p.listed = false;
+		}
+	}
+	foreach(lc, touched_waiters)
+	{
+		DWaiter    *w = lfirst(lc);
+
+		if (w->p.dead)
+			pfree(w);
+		else
+		{
+			w->p.stored = true;
+			w->p.listed = false;
+		}
+	}
+	/* a lock or owner may be listed twice: drop it from the map once */
+	foreach(lc, maybe_empty_locks)
+	{
+		DLock	   *l = lfirst(lc);
+
+		if (l && dlist_is_empty(&l->holders) && dlist_is_empty(&l->waiters))
+		{
+			ListCell   *lc2;
+
+			for_each_cell(lc2, maybe_empty_locks, lnext(maybe_empty_locks, lc))
+				if (lfirst(lc2) == l)
+					lfirst(lc2) = NULL;
+			strmap_delete(locks_map, l->name);
+			pfree(l->name);
+			pfree(l);
+		}
+	}
+	foreach(lc, maybe_empty_owners)
+	{
+		DOwner	   *o = lfirst(lc);
+
+		if (o && dlist_is_empty(&o->holders) && dlist_is_empty(&o->waiters))
+		{
+			ListCell   *lc2;
+
+			for_each_cell(lc2, maybe_empty_owners, lnext(maybe_empty_owners, lc))
+				if (lfirst(lc2) == o)
+					lfirst(lc2) = NULL;
+			strmap_delete(owners_map, o->hkey);
+			pfree(o->hkey);
+			if (o->key)
+				pfree(o->key);
+			pfree(o);
+		}
+	}
+}
+
+static void
+batch_begin(void)
+{
+	MemoryContextReset(batch_cxt);
+	touched_holders = NIL;
+	touched_waiters = NIL;
+	maybe_empty_locks = NIL;
+	maybe_empty_owners = NIL;
+	outcome_slots = NIL;
+	ticket_hi_dirty = false;
+	for (int i = 0; i < dlock_shared->nslots; i++)
+		outcomes[i].listed = false;
+}
+
+static void
+xact_begin(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+xact_commit(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/* Write the batch's changes in the open transaction. */
+static void
+store_batch(void)
+{
+	if (ticket_hi_dirty)
+		dlock_store_save_counter(ticket_hi);
+	if (touched_holders != NIL || touched_waiters != NIL)
+		dlock_store_write(touched_holders, touched_waiters);
+}
+
+/* ---------------------------------------------------------------------
+ * Loading
+ * --------------------------------------------------------------------- */
+
+static void
+load_held_row(const char *name, const char *owner_key, int pid,
+			  TimestampTz backend_start, int mode, int32 count, int64 token,
+			  TimestampTz granted_at, TimestampTz expires_at, int64 ttl_us)
+{
+	DOwner	   *owner = owner_get(owner_key, pid, owner_key ? 0 : backend_start);
+	DLock	   *lock = lock_get(name);
+	DHolder    *h = holder_add(lock, owner, mode, token, count, pid,
+							   backend_start, granted_at);
+
+	h->ttl_us = ttl_us;
+	h->expires_at = expires_at;
+	if (expires_at != 0)
+	{
+		pairingheap_add(expiry_heap, &h->expiry_node);
+		h->in_expiry_heap = true;
+	}
+	h->p.stored = true;
+}
+
+static bool
+session_alive(DOwner *o)
+{
+	for (int i = 0; i < dlock_shared->nslots; i++)
+	{
+		DLockSlot  *slot = dlock_slot(i);
+		bool		alive;
+
+		SpinLockAcquire(&slot->mutex);
+		alive = slot->pid == o->pid && slot->session_start == o->session_start &&
+			!slot->session_ended;
+		SpinLockRelease(&slot->mutex);
+		if (alive)
+			return true;
+	}
+	return false;
+}
+
+typedef struct Adopted
+{
+	int64		old_ticket;
+	Request    *req;
+} Adopted;
+
+static int
+adopted_cmp(const ListCell *a, const ListCell *b)
+{
+	const Adopted *x = lfirst(a);
+	const Adopted *y = lfirst(b);
+
+	if (x->old_ticket < y->old_ticket)
+		return -1;
+	return x->old_ticket > y->old_ticket ? 1 : 0;
+}
+
+/*
+ * reload
+ *		Rebuild the picture from the tables, in a transaction of its own:
+ *		drop the locks of sessions that are gone, give leases the restart
+ *		grace after a server restart, and queue again, in their old order,
+ *		the requests still waiting in slots.  Requests that were being
+ *		decided when the last batch failed are submitted again.  Returns
+ *		false if the extension is not installed in this database.
+ */
+static bool
+reload(void)
+{
+	TimestampTz now;
+	bool		fresh;
+	List	   *adopted = NIL;
+	ListCell   *lc;
+	strmap_iterator it;
+	StrMapEntry *e;
+
+	picture_reset();
+	batch_begin();
+	xact_begin();
+	if (!dlock_store_installed())
+	{
+		xact_commit();
+		return false;
+	}
+	now = GetCurrentTimestamp();
+	dlock_store_set_logged(dlock_logged);
+	ticket_hi = dlock_store_load_counter();
+	next_ticket = ticket_hi;
+	dlock_store_clear_queue();
+	dlock_store_load_held(load_held_row);
+
+	SpinLockAcquire(&dlock_shared->mutex);
+	fresh = dlock_shared->fresh;
+	SpinLockRelease(&dlock_shared->mutex);
+
+	/* sessions that ended while no worker was looking */
+	strmap_start_iterate(owners_map, &it);
+	while ((e = strmap_iterate(owners_map, &it)) != NULL)
+	{
+		DOwner	   *o = e->value;
+
+		if (o->key == NULL && !session_alive(o))
+		{
+			dlist_mutable_iter hit;
+
+			dlist_foreach_modify(hit, &o->holders)
+				holder_remove(dlist_container(DHolder, owner_node, hit.cur));
+		}
+	}
+
+	/* leases that ran out while the server was down get a grace */
+	if (fresh && dlock_restart_grace_ms > 0)
+	{
+		TimestampTz until = now + (int64) dlock_restart_grace_ms * 1000;
+
+		strmap_start_iterate(owners_map, &it);
+		while ((e = strmap_iterate(owners_map, &it)) != NULL)
+		{
+			DOwner	   *o = e->value;
+			dlist_iter	hit;
+
+			dlist_foreach(hit, &o->holders)
+			{
+				DHolder    *h = dlist_container(DHolder, owner_node, hit.cur);
+
+				if (h->expires_at != 0 && h->expires_at < until && !h->p.dead)
+				{
+					pairingheap_remove(expiry_heap, &h->expiry_node);
+					h->expires_at = until;
+					pairingheap_add(expiry_heap, &h->expiry_node);
+					h->p.dirty = true;
+					touch_holder(h);
+				}
+			}
+		}
+	}
+
+	/* requests in the slots */
+	for (int i = 0; i < dlock_shared->nslots; i++)
+	{
+		DLockSlot  *slot = dlock_slot(i);
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->pid != 0 && !slot->session_ended &&
+			slot->state == DLOCK_SLOT_ACCEPTED)
+		{
+			if (slot->ticket != 0 && !slot->cancel)
+			{
+				Adopted    *a = palloc(sizeof(Adopted));
+
+				a->old_ticket = slot->ticket;
+				a->req = palloc(sizeof(Request));
+				copy_request(slot, i, a->req);
+				adopted = lappend(adopted, a);
+			}
+			else
+				slot->state = DLOCK_SLOT_SUBMITTED;
+		}
+		SpinLockRelease(&slot->mutex);
+	}
+	list_sort(adopted, adopted_cmp);
+	foreach(lc, adopted)
+	{
+		Adopted    *a = lfirst(lc);
+		Request    *r = a->req;
+		DOwner	   *owner = owner_get(r->owner, r->pid, r->session_start);
+		DLock	   *lock = lock_get(r->name);
+		DWaiter    *w = MemoryContextAllocZero(state_cxt, sizeof(DWaiter));
+
+		w->lock = lock;
+		w->owner = owner;
+		w->mode = r->mode;
+		w->ticket = take_ticket();
+		w->slotno = r->slotno;
+		w->pid = r->pid;
+		w->backend_start = r->session_start;
+		w->since = now;
+		w->timeout_at = r->timeout_at;
+		w->ttl_us = r->ttl_us;
+		dlist_push_tail(&lock->waiters, &w->lock_node);
+		dlist_push_tail(&owner->waiters, &w->owner_node);
+		lock->nwaiting[w->mode]++;
+		slot_waiter[r->slotno] = w;
+		touch_waiter(w);
+		outcome_of(r->slotno)->queued = true;
+		{
+			MemoryContext old = MemoryContextSwitchTo(state_cxt);
+
+			grant_scan_locks = lappend(grant_scan_locks, lock);
+			MemoryContextSwitchTo(old);
+		}
+	}
+
+	store_batch();
+	xact_commit();
+	settle();
+	publish();
+
+	SpinLockAcquire(&dlock_shared->mutex);
+	dlock_shared->fresh = false;
+	SpinLockRelease(&dlock_shared->mutex);
+
+	ereport(LOG,
+			(errmsg("dlock lock manager ready in database \"%s\": %ld locks held, %d requests waiting",
+					dlock_database, (long) locks_map->members, list_length(adopted))));
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * The main loop
+ * --------------------------------------------------------------------- */
+
+/* Answer what cannot be served while the extension is not installed. */
+static void
+refuse_all(const char *why)
+{
+	List	   *ended = NIL;
+	List	   *withdrawn = NIL;
+	List	   *fresh = NIL;
+	ListCell   *lc;
+
+	batch_begin();
+	collect(&ended, &withdrawn, &fresh);
+	foreach(lc, ended)
+		outcome_of(((Request *) lfirst(lc))->slotno)->end_session = true;
+	foreach(lc, withdrawn)
+		answer(((Request *) lfirst(lc))->slotno, DLOCK_STATUS_CANCELED, 0, 0, 0);
+	foreach(lc, fresh)
+		answer_error(((Request *) lfirst(lc))->slotno, DLOCK_STATUS_NOT_READY, why);
+	publish();
+}
+
+static bool
+work_pending(void)
+{
+	if (grant_scan_locks != NIL)
+		return true;
+	for (int i = 0; i < dlock_shared->nslots; i++)
+	{
+		DLockSlot  *slot = dlock_slot(i);
+		bool		pending;
+
+		SpinLockAcquire(&slot->mutex);
+		pending = slot->pid != 0 &&
+			(slot->session_ended || slot->state == DLOCK_SLOT_SUBMITTED ||
+			 (slot->cancel && slot->state == DLOCK_SLOT_ACCEPTED));
+		SpinLockRelease(&slot->mutex);
+		if (pending)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * run_batch
+ *		One pass: collect, decide, store, commit, publish.  In isolation
+ *		mode, notes the slot of the single request taken.
+ */
+static void
+run_batch(void)
+{
+	List	   *ended = NIL;
+	List	   *withdrawn = NIL;
+	List	   *fresh = NIL;
+	ListCell   *lc;
+	TimestampTz now;
+	bool		due;
+
+	isolated_slot = -1;
+	batch_begin();
+	MemoryContextSwitchTo(batch_cxt);
+	now = GetCurrentTimestamp();
+	due = !pairingheap_is_empty(expiry_heap) &&
+		pairingheap_container(DHolder, expiry_node,
+							  pairingheap_first(expiry_heap))->expires_at <= now;
+	if (!due && !work_pending())
+	{
+		MemoryContextSwitchTo(TopMemoryContext);
+		return;
+	}
+
+	collect(&ended, &withdrawn, &fresh);
+	if (isolate && fresh != NIL)
+		isolated_slot = ((Request *) linitial(fresh))->slotno;
+
+	foreach(lc, grant_scan_locks)
+		grant_waiters(lfirst(lc), now);
+	list_free(grant_scan_locks);
+	grant_scan_locks = NIL;
+
+	foreach(lc, ended)
+	{
+		Request    *r = lfirst(lc);
+
+		session_gone(r, now);
+	}
+	foreach(lc, withdrawn)
+	{
+		Request    *r = lfirst(lc);
+		DWaiter    *w = slot_waiter[r->slotno];
+
+		if (w)
+			withdraw_waiter(w, now);
+		/* a request withdrawn before it was decided never ran */
+		answer(r->slotno, DLOCK_STATUS_CANCELED, 0, 0, 0);
+	}
+	expire_leases(now);
+	foreach(lc, fresh)
+		execute(lfirst(lc), now);
+
+	if (touched_holders != NIL || touched_waiters != NIL || ticket_hi_dirty)
+	{
+		xact_begin();
+		store_batch();
+		xact_commit();
+		MemoryContextSwitchTo(batch_cxt);
+	}
+	settle();
+	publish();
+	MemoryContextSwitchTo(TopMemoryContext);
+	pgstat_report_stat(false);
+}
+
+static void
+reload_config(void)
+{
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	if (!dlock_synchronous_commit)
+		SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION);
+	else
+		SetConfigOption("synchronous_commit", NULL, PGC_SUSET, PGC_S_SESSION);
+}
+
+/* Milliseconds until the soonest lease runs out, capped by the interval. */
+static long
+sleep_ms(void)
+{
+	long		ms = dlock_reap_interval_ms;
+
+	if (ready && !pairingheap_is_empty(expiry_heap))
+	{
+		TimestampTz next = pairingheap_container(DHolder, expiry_node,
+												 pairingheap_first(expiry_heap))->expires_at;
+		long		until = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), next) + 1;
+
+		ms = Min(ms, until);
+	}
+	return Max(ms, 0);
+}
+
+/*
+ * recover
+ *		After an error in a batch: roll back, rebuild the picture from the
+ *		tables, and take the next requests one at a time.  A request that
+ *		failed alone gets the error as its answer.
+ */
+static void
+recover(const char *message)
+{
+	AbortCurrentTransaction();
+	dlock_store_forget_plans();
+	MemoryContextSwitchTo(TopMemoryContext);
+	ready = false;
+
+	if (isolated_slot >= 0)
+	{
+		DLockSlot  *slot = dlock_slot(isolated_slot);
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->state == DLOCK_SLOT_ACCEPTED)
+		{
+			slot->status = DLOCK_STATUS_ERROR;
+			strlcpy(slot->errmsg, message, DLOCK_ERRMSG_LEN);
+			slot->state = DLOCK_SLOT_DONE;
+		}
+		SpinLockRelease(&slot->mutex);
+		SetLatch(&ProcGlobal->allProcs[isolated_slot].procLatch);
+		isolate = false;
+	}
+	else
+		isolate = true;
+}
+
+static void
+worker_exit(int code, Datum arg)
+{
+	SpinLockAcquire(&dlock_shared->mutex);
+	dlock_shared->worker_pid = 0;
+	dlock_shared->worker_latch = NULL;
+	SpinLockRelease(&dlock_shared->mutex);
+}
+
+/* When the worker last looked for the extension, while not ready. */
+static TimestampTz last_install_check = 0;
+
+void
+dlock_worker_main(Datum main_arg)
+{
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnection(dlock_database, NULL, 0);
+	pgstat_report_appname("dlock lock manager");
+
+	/* everything we run is schema-qualified; leave nothing to search_path */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION);
+	if (!dlock_synchronous_commit)
+		SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION);
+
+	state_cxt = AllocSetContextCreate(TopMemoryContext, "dlock picture",
+									  ALLOCSET_DEFAULT_SIZES);
+	batch_cxt = AllocSetContextCreate(TopMemoryContext, "dlock batch",
+									  ALLOCSET_DEFAULT_SIZES);
+	slot_waiter = MemoryContextAllocZero(TopMemoryContext,
+										 sizeof(DWaiter *) * dlock_shared->nslots);
+	outcomes = MemoryContextAllocZero(TopMemoryContext,
+									  sizeof(Outcome) * dlock_shared->nslots);
+
+	before_shmem_exit(worker_exit, (Datum) 0);
+	SpinLockAcquire(&dlock_shared->mutex);
+	dlock_shared->worker_pid = MyProcPid;
+	dlock_shared->worker_latch = MyLatch;
+	SpinLockRelease(&dlock_shared->mutex);
+
+	for (;;)
+	{
+		isolated_slot = -1;
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+			reload_config();
+
+		PG_TRY();
+		{
+			if (!ready)
+			{
+				TimestampTz now = GetCurrentTimestamp();
+
+				/* look for the extension when asked, or once an interval */
+				if (work_pending() ||
+					TimestampDifferenceExceeds(last_install_check, now,
+											   dlock_reap_interval_ms))
+				{
+					last_install_check = now;
+					ready = reload();
+					if (!ready)
+						refuse_all(psprintf("extension \"dlock\" is not installed in database \"%s\"",
+											dlock_database));
+				}
+			}
+			if (ready)
+				run_batch();
+			else
+				isolate = false;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			HOLD_INTERRUPTS();
+			MemoryContextSwitchTo(TopMemoryContext);
+			edata = CopyErrorData();
+			FlushErrorState();
+			ereport(LOG,
+					(errmsg("dlock lock manager: batch failed: %s", edata->message),
+					 errdetail("The lock tables are rolled back to the last committed batch and reloaded.")));
+			recover(edata->message);
+			FreeErrorData(edata);
+			RESUME_INTERRUPTS();
+			/* no hot loop if the failure persists */
+			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+							 PG_WAIT_EXTENSION);
+			continue;
+		}
+		PG_END_TRY();
+
+		if (isolate && isolated_slot >= 0)
+			isolate = false;	/* the isolated request went through */
+
+		if (!work_pending())
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 sleep_ms(), PG_WAIT_EXTENSION);
+	}
+}

@@ -1,0 +1,124 @@
+/* sql/dlock--1.0.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION dlock" to load this file. \quit
+
+/*
+ * The lock manager is one background worker per cluster, connected to the
+ * database named by dlock.database; its tables must live there.
+ */
+DO $check$
+BEGIN
+    IF pg_catalog.current_setting('dlock.database', true) IS NOT NULL
+       AND pg_catalog.current_setting('dlock.database', true)
+           OPERATOR(pg_catalog.<>) pg_catalog.current_database() THEN
+        RAISE EXCEPTION 'dlock must be created in database "%"',
+            pg_catalog.current_setting('dlock.database', true)
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Set dlock.database in postgresql.conf to the database that should hold the lock tables and restart.';
+    END IF;
+END
+$check$;
+
+CREATE SCHEMA dlock;
+COMMENT ON SCHEMA dlock IS 'dlock lock manager state; written only by the dlock worker';
+
+-- Holders: one row per (lock, owner).  The token is the grant's ticket.
+CREATE TABLE dlock.held (
+    token          bigint      NOT NULL PRIMARY KEY,
+    name           text        NOT NULL,
+    owner          text,                   -- NULL: owned by the session (pid, backend_start)
+    pid            integer     NOT NULL,
+    backend_start  timestamptz NOT NULL,
+    mode           text        NOT NULL,
+    count          integer     NOT NULL CHECK (count > 0),
+    granted_at     timestamptz NOT NULL,
+    expires_at     timestamptz,            -- NULL: no lease
+    ttl            interval
+);
+
+-- Waiters: one row per queued request, FIFO by ticket.
+CREATE TABLE dlock.queue (
+    ticket         bigint      NOT NULL PRIMARY KEY,
+    name           text        NOT NULL,
+    owner          text,
+    pid            integer     NOT NULL,
+    backend_start  timestamptz NOT NULL,
+    mode           text        NOT NULL,
+    since          timestamptz NOT NULL,
+    timeout_at     timestamptz,
+    ttl            interval
+);
+
+-- Tickets below hi may have been handed out: a restarted worker starts at hi.
+CREATE TABLE dlock.ticket_counter (
+    hi             bigint      NOT NULL
+);
+INSERT INTO dlock.ticket_counter VALUES (1);
+
+REVOKE ALL ON dlock.held, dlock.queue, dlock.ticket_counter FROM PUBLIC;
+
+CREATE VIEW dlock.locks AS
+SELECT h.name, h.mode, true AS granted, NULL::integer AS position,
+       h.owner, h.pid, h.backend_start, h.token, h.count,
+       h.granted_at AS since, h.expires_at, NULL::timestamptz AS timeout_at
+  FROM dlock.held h
+UNION ALL
+SELECT q.name, q.mode, false,
+       (pg_catalog.row_number() OVER (PARTITION BY q.name ORDER BY q.ticket))::integer,
+       q.owner, q.pid, q.backend_start, q.ticket, NULL::integer,
+       q.since, NULL::timestamptz, q.timeout_at
+  FROM dlock.queue q;
+
+COMMENT ON VIEW dlock.locks IS 'dlock holders (granted) and waiters (queue position), joinable with pg_stat_activity on pid and backend_start';
+GRANT USAGE ON SCHEMA dlock TO PUBLIC;
+GRANT SELECT ON dlock.locks TO PUBLIC;
+
+CREATE FUNCTION dlock_acquire(name text,
+                              mode text DEFAULT 'exclusive',
+                              timeout interval DEFAULT NULL,
+                              ttl interval DEFAULT NULL,
+                              owner text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_acquire(text, text, interval, interval, text) IS
+    'wait in FIFO order for a named lock; returns its fencing token, or NULL when timeout passes';
+
+CREATE FUNCTION dlock_try_acquire(name text,
+                                  mode text DEFAULT 'exclusive',
+                                  ttl interval DEFAULT NULL,
+                                  owner text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_try_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_try_acquire(text, text, interval, text) IS
+    'take a named lock only if that needs no wait and overtakes no one; fencing token or NULL';
+
+CREATE FUNCTION dlock_release(name text, owner text DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'dlock_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_release(text, text) IS
+    'release one level of a held lock; false with a warning if not held';
+
+CREATE FUNCTION dlock_renew(name text, ttl interval DEFAULT NULL, owner text DEFAULT NULL)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'dlock_renew'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_renew(text, interval, text) IS
+    'extend the lease of a held lock; returns the new expiry; error DL001 if no longer held';
+
+CREATE FUNCTION dlock_release_all(owner text DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'dlock_release_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_release_all(text) IS
+    'release every lock and withdraw every request of the session or owner key';
+
+CREATE FUNCTION dlock_new_owner()
+RETURNS text
+AS 'MODULE_PATHNAME', 'dlock_new_owner'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION dlock_new_owner() IS
+    'a random 128-bit owner key in hex, for locks that outlive a connection';
