@@ -110,6 +110,16 @@ static DWaiter **slot_waiter;	/* per slot: the request it waits with */
 static int64 next_ticket;
 static int64 ticket_hi;			/* tickets below it are covered by the table */
 static bool ticket_hi_dirty;
+
+/*
+ * Whether the batch must be flushed before its answers go out.  Grants,
+ * count increments, lease extensions and counter updates must survive a
+ * crash once acknowledged.  A batch of only releases and queue changes may
+ * commit without waiting for the flush: losing it in a crash only keeps a
+ * lock held longer (until its lease runs out; session locks die with the
+ * crash anyway), never lets two hold it; the next durable commit flushes it.
+ */
+static bool batch_durable;
 static bool ready = false;
 
 /* The batch */
@@ -286,6 +296,8 @@ holder_set_lease(DHolder *h, int64 ttl_us, TimestampTz now)
 	}
 	h->ttl_us = ttl_us;
 	h->expires_at = ttl_us > 0 ? now + ttl_us : 0;
+	if (ttl_us > 0)
+		batch_durable = true;
 	if (h->expires_at != 0)
 	{
 		pairingheap_add(expiry_heap, &h->expiry_node);
@@ -310,6 +322,7 @@ holder_add(DLock *lock, DOwner *owner, int mode, int64 token, int32 count,
 	dlist_push_tail(&lock->holders, &h->lock_node);
 	dlist_push_tail(&owner->holders, &h->owner_node);
 	lock->nheld[mode]++;
+	batch_durable = true;
 	return h;
 }
 
@@ -399,6 +412,7 @@ take_ticket(void)
 	{
 		ticket_hi = next_ticket + DLOCK_TICKET_RESERVE;
 		ticket_hi_dirty = true;
+		batch_durable = true;
 	}
 	return t;
 }
@@ -466,6 +480,7 @@ reacquire(DHolder *h, int slotno, int mode, int64 ttl_us, TimestampTz now)
 		return;
 	}
 	h->count++;
+	batch_durable = true;
 	if (ttl_us > 0)
 		holder_set_lease(h, ttl_us, now);
 	h->p.dirty = true;
@@ -977,6 +992,7 @@ batch_begin(void)
 	maybe_empty_owners = NIL;
 	outcome_slots = NIL;
 	ticket_hi_dirty = false;
+	batch_durable = false;
 	for (int i = 0; i < dlock_shared->nslots; i++)
 		outcomes[i].listed = false;
 }
@@ -992,8 +1008,12 @@ xact_begin(void)
 }
 
 static void
-xact_commit(void)
+xact_commit(bool durable)
 {
+	if (!durable)
+		(void) set_config_option("synchronous_commit", "off",
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+								 true, 0, false);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -1092,7 +1112,7 @@ reload(void)
 	xact_begin();
 	if (!dlock_store_installed())
 	{
-		xact_commit();
+		xact_commit(true);
 		return false;
 	}
 	now = GetCurrentTimestamp();
@@ -1205,7 +1225,7 @@ reload(void)
 	}
 
 	store_batch();
-	xact_commit();
+	xact_commit(true);
 	settle();
 	publish();
 
@@ -1325,7 +1345,7 @@ run_batch(void)
 	{
 		xact_begin();
 		store_batch();
-		xact_commit();
+		xact_commit(batch_durable);
 		MemoryContextSwitchTo(batch_cxt);
 	}
 	settle();
