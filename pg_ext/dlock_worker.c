@@ -521,12 +521,7 @@ grant_waiters(DLock *lock, TimestampTz now)
 			waiter_remove(w);
 		}
 		else
-		{
 			ahead |= DLOCK_MODE_BIT(w->mode);
-			/* nothing passes an exclusive request */
-			if (ahead & DLOCK_MODE_BIT(DLOCK_MODE_EX))
-				break;
-		}
 	}
 }
 
@@ -1316,6 +1311,19 @@ run_batch(void)
 	if (isolate && fresh != NIL)
 		isolated_slot = ((Request *) linitial(fresh))->slotno;
 
+	/*
+	 * Withdrawals first: nothing below may grant a request its backend has
+	 * given up on.  A request withdrawn before it was decided never ran.
+	 */
+	foreach(lc, withdrawn)
+	{
+		Request    *r = lfirst(lc);
+		DWaiter    *w = slot_waiter[r->slotno];
+
+		if (w)
+			withdraw_waiter(w, now);
+		answer(r->slotno, DLOCK_STATUS_CANCELED, 0, 0, 0);
+	}
 	foreach(lc, grant_scan_locks)
 		grant_waiters(lfirst(lc), now);
 	list_free(grant_scan_locks);
@@ -1326,16 +1334,6 @@ run_batch(void)
 		Request    *r = lfirst(lc);
 
 		session_gone(r, now);
-	}
-	foreach(lc, withdrawn)
-	{
-		Request    *r = lfirst(lc);
-		DWaiter    *w = slot_waiter[r->slotno];
-
-		if (w)
-			withdraw_waiter(w, now);
-		/* a request withdrawn before it was decided never ran */
-		answer(r->slotno, DLOCK_STATUS_CANCELED, 0, 0, 0);
 	}
 	expire_leases(now);
 	foreach(lc, fresh)
