@@ -37,6 +37,7 @@ static const DLockModeMask covers[DLOCK_NMODES] = {
 	[DLOCK_MODE_EX] = B(NL) | B(CR) | B(CW) | B(PR) | B(PW) | B(EX),
 };
 
+/* PR and EX keep the names most users know them by. */
 static const char *const mode_names[DLOCK_NMODES] = {
 	"NL", "CR", "CW", "shared", "PW", "exclusive"
 };
@@ -67,6 +68,12 @@ dlock_mode_parse(const char *name, size_t len)
 	}			names[] = {
 		{"exclusive", DLOCK_MODE_EX},
 		{"shared", DLOCK_MODE_PR},
+		{"NL", DLOCK_MODE_NL},
+		{"CR", DLOCK_MODE_CR},
+		{"CW", DLOCK_MODE_CW},
+		{"PR", DLOCK_MODE_PR},
+		{"PW", DLOCK_MODE_PW},
+		{"EX", DLOCK_MODE_EX},
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

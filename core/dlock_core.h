@@ -41,7 +41,8 @@ extern bool dlock_mode_covers(int held, int wanted);
 /*
  * dlock_mode_parse
  *		Mode from its name (case-insensitive, not NUL-terminated);
- *		DLOCK_MODE_INVALID if unknown.  Accepts "exclusive" and "shared".
+ *		DLOCK_MODE_INVALID if unknown.  Accepts the six DLM names NL, CR,
+ *		CW, PR, PW, EX and the aliases "shared" (PR) and "exclusive" (EX).
  */
 extern int	dlock_mode_parse(const char *name, size_t len);
 

@@ -72,6 +72,19 @@ main(void)
 	CHECK(dlock_mode_parse("EXCLUSIVE", 9) == DLOCK_MODE_EX);
 	CHECK(dlock_mode_parse("Shared", 6) == DLOCK_MODE_PR);
 	CHECK(dlock_mode_parse("share", 5) == DLOCK_MODE_INVALID);
+	CHECK(dlock_mode_parse("nl", 2) == DLOCK_MODE_NL);
+	CHECK(dlock_mode_parse("Cr", 2) == DLOCK_MODE_CR);
+	CHECK(dlock_mode_parse("CW", 2) == DLOCK_MODE_CW);
+	CHECK(dlock_mode_parse("pr", 2) == DLOCK_MODE_PR);
+	CHECK(dlock_mode_parse("PW", 2) == DLOCK_MODE_PW);
+	CHECK(dlock_mode_parse("ex", 2) == DLOCK_MODE_EX);
+	CHECK(dlock_mode_parse("EXC", 3) == DLOCK_MODE_INVALID);
+	for (int m = 0; m < DLOCK_NMODES; m++)
+	{
+		const char *n = dlock_mode_name(m);
+
+		CHECK(dlock_mode_parse(n, strlen(n)) == m);
+	}
 	CHECK(dlock_mode_parse("sharedx", 7) == DLOCK_MODE_INVALID);
 	CHECK(dlock_mode_parse("", 0) == DLOCK_MODE_INVALID);
 	CHECK(strcmp(dlock_mode_name(DLOCK_MODE_EX), "exclusive") == 0);

@@ -114,7 +114,13 @@ dlock_session_exit(int code, Datum arg)
 static DLockSlot *
 my_slot(void)
 {
-	DLockSlot  *slot = dlock_slot(MyProc->pgprocno);
+	DLockSlot  *slot;
+
+	if (MyProc == NULL || MyProc->pgprocno >= dlock_shared->nslots)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("dlock functions cannot be called from this process")));
+	slot = dlock_slot(MyProc->pgprocno);
 
 	if (!session_registered)
 	{
@@ -371,7 +377,7 @@ arg_mode(FunctionCallInfo fcinfo, int argno)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown lock mode \"%s\"", text_to_cstring(t)),
-				 errhint("Use \"exclusive\" or \"shared\".")));
+				 errhint("Use one of NL, CR, CW, PR (or shared), PW, EX (or exclusive).")));
 	return mode;
 }
 
@@ -488,9 +494,10 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 		case DLOCK_STATUS_MODE_HELD:
 			ereport(ERROR,
 					(errcode(ERRCODE_DLOCK_MODE_HELD),
-					 errmsg("lock \"%s\" is already held by this owner in a weaker mode",
-							name_for_message(req)),
-					 errhint("Release it, then acquire it in the stronger mode.")));
+					 errmsg("lock \"%s\" is already held by this owner in mode %s, which does not include %s",
+							name_for_message(req), dlock_mode_name(reply->count),
+							dlock_mode_name(req->mode)),
+					 errhint("Release it, then acquire it in the mode needed.")));
 			break;
 		default:
 			break;

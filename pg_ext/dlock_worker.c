@@ -476,7 +476,8 @@ reacquire(DHolder *h, int slotno, int mode, int64 ttl_us, TimestampTz now)
 {
 	if (!dlock_mode_covers(h->mode, mode))
 	{
-		answer(slotno, DLOCK_STATUS_MODE_HELD, 0, 0, 0);
+		/* tell the held mode, for the message */
+		answer(slotno, DLOCK_STATUS_MODE_HELD, 0, 0, h->mode);
 		return;
 	}
 	h->count++;
