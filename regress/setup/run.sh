@@ -1,0 +1,79 @@
+#!/bin/bash
+# regress/setup/run.sh — dlock when it is not set up right: not preloaded,
+# the worker unable to start, the extension created in the wrong database.
+# Each case must fail at once with its documented SQLSTATE, never hang.
+# Runs its own throwaway cluster (as the postgres user) and stops it on exit.
+set -u
+BIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+PORT=${SETUP_PORT:-5497}
+DIR=$(mktemp -d /tmp/dlock-setup.XXXXXX)
+chmod 755 "$DIR"; chown postgres "$DIR"
+passed=0; failed=0
+
+pg() { runuser -u postgres -- "$@"; }
+stop() { pg "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1; }
+cleanup() { stop; rm -rf "$DIR"; }
+trap cleanup EXIT
+
+start() {  # start with extra postgresql.conf lines in $1
+    cp "$DIR/base.conf" "$DIR/data/postgresql.conf"
+    printf '%s\n' "$1" >> "$DIR/data/postgresql.conf"
+    pg "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w -t 30 start >/dev/null
+}
+
+# The SQLSTATE and message of one statement, or "ok".
+outcome() {
+    timeout 20 psql -X -At -h "$DIR" -p "$PORT" -U postgres -d "${2:-postgres}" <<SQL 2>&1 | sed -n 's/.*NOTICE:  //p'
+DO \$\$ BEGIN EXECUTE \$q\$$1\$q\$; RAISE NOTICE 'ok';
+EXCEPTION WHEN OTHERS THEN RAISE NOTICE '%: %', SQLSTATE, SQLERRM; END \$\$;
+SQL
+}
+
+expect() {  # name, statement, expected outcome prefix [, database]
+    local got; got=$(outcome "$2" "${4:-postgres}")
+    if [[ "$got" == "$3"* ]]; then
+        echo "ok   $1"; passed=$((passed + 1))
+    else
+        echo "FAIL $1: expected '$3', got '$got'"; failed=$((failed + 1))
+    fi
+}
+
+pg "$BIN/initdb" -D "$DIR/data" --no-sync -A trust -U postgres >/dev/null
+cp "$DIR/data/postgresql.conf" "$DIR/base.conf"
+cat >> "$DIR/base.conf" <<CONF
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$DIR'
+fsync = off
+CONF
+
+# 1. not in shared_preload_libraries: the extension installs, calls fail
+start ""
+expect "create extension without preload" "CREATE EXTENSION dlock" "ok"
+expect "acquire without preload" "SELECT dlock_acquire('x')" \
+    "55000: dlock must be loaded via shared_preload_libraries"
+expect "try_acquire without preload" "SELECT dlock_try_acquire('x')" "55000: dlock must be loaded"
+expect "release without preload" "SELECT dlock_release('x')" "55000: dlock must be loaded"
+expect "bad input is still bad input" "SELECT dlock_acquire('')" "22023: lock name must not be empty"
+stop
+
+# 2. preloaded, but the worker's database does not exist: it cannot run
+start "shared_preload_libraries = 'dlock'
+dlock.database = 'no_such_db'"
+expect "acquire with no worker" "SELECT dlock_acquire('x')" \
+    "55000: dlock lock manager is not running"
+expect "release_all with no worker" "SELECT dlock_release_all()" \
+    "55000: dlock lock manager is not running"
+stop
+
+# 3. the extension belongs in dlock.database only
+start "shared_preload_libraries = 'dlock'
+dlock.database = 'postgres'"
+pg psql -X -q -h "$DIR" -p "$PORT" -U postgres -c "CREATE DATABASE other" >/dev/null
+expect "create extension in another database" "CREATE EXTENSION dlock" \
+    "55000: dlock must be created in database \"postgres\"" other
+expect "works where it belongs" "SELECT dlock_acquire('x') > 0" "ok"
+stop
+
+echo "setup: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
