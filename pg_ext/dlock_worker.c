@@ -715,19 +715,28 @@ execute(Request *r, TimestampTz now)
 	}
 }
 
-/* Release every lease that has run out. */
+/*
+ * Leases expired per batch at most: a mass expiry is spread over several
+ * batches so that requests arriving meanwhile are not held up behind it.
+ */
+#define DLOCK_EXPIRE_PER_BATCH 2000
+
+static bool
+lease_due(TimestampTz now)
+{
+	return !pairingheap_is_empty(expiry_heap) &&
+		pairingheap_container(DHolder, expiry_node,
+							  pairingheap_first(expiry_heap))->expires_at <= now;
+}
+
+/* Release leases that have run out, up to the per-batch cap. */
 static void
 expire_leases(TimestampTz now)
 {
-	while (!pairingheap_is_empty(expiry_heap))
-	{
-		DHolder    *h = pairingheap_container(DHolder, expiry_node,
-											  pairingheap_first(expiry_heap));
-
-		if (h->expires_at > now)
-			break;
-		release_holder(h, now);
-	}
+	for (int n = 0; n < DLOCK_EXPIRE_PER_BATCH && lease_due(now); n++)
+		release_holder(pairingheap_container(DHolder, expiry_node,
+											 pairingheap_first(expiry_heap)),
+					   now);
 }
 
 /* ---------------------------------------------------------------------
@@ -1293,16 +1302,12 @@ run_batch(void)
 	List	   *fresh = NIL;
 	ListCell   *lc;
 	TimestampTz now;
-	bool		due;
 
 	isolated_slot = -1;
 	batch_begin();
 	MemoryContextSwitchTo(batch_cxt);
 	now = GetCurrentTimestamp();
-	due = !pairingheap_is_empty(expiry_heap) &&
-		pairingheap_container(DHolder, expiry_node,
-							  pairingheap_first(expiry_heap))->expires_at <= now;
-	if (!due && !work_pending())
+	if (!lease_due(now) && !work_pending())
 	{
 		MemoryContextSwitchTo(TopMemoryContext);
 		return;
@@ -1512,7 +1517,7 @@ dlock_worker_main(Datum main_arg)
 		if (isolate && isolated_slot >= 0)
 			isolate = false;	/* the isolated request went through */
 
-		if (!work_pending())
+		if (!work_pending() && !(ready && lease_due(GetCurrentTimestamp())))
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 sleep_ms(), PG_WAIT_EXTENSION);
 	}
