@@ -260,31 +260,22 @@ note_maybe_empty(DLock *lock, DOwner *owner)
 	MemoryContextSwitchTo(old);
 }
 
+/* List an object among the batch's changes, once. */
 static void
-touch_holder(DHolder *h)
+touch(DPersist *p, List **list, void *obj)
 {
-	if (!h->p.listed)
+	if (!p->listed)
 	{
 		MemoryContext old = MemoryContextSwitchTo(batch_cxt);
 
-		h->p.listed = true;
-		touched_holders = lappend(touched_holders, h);
+		p->listed = true;
+		*list = lappend(*list, obj);
 		MemoryContextSwitchTo(old);
 	}
 }
 
-static void
-touch_waiter(DWaiter *w)
-{
-	if (!w->p.listed)
-	{
-		MemoryContext old = MemoryContextSwitchTo(batch_cxt);
-
-		w->p.listed = true;
-		touched_waiters = lappend(touched_waiters, w);
-		MemoryContextSwitchTo(old);
-	}
-}
+#define touch_holder(h) touch(&(h)->p, &touched_holders, (h))
+#define touch_waiter(w) touch(&(w)->p, &touched_waiters, (w))
 
 static void
 holder_set_lease(DHolder *h, int64 ttl_us, TimestampTz now)
@@ -584,6 +575,30 @@ withdraw_waiter(DWaiter *w, TimestampTz now)
 	grant_waiters(lock, now);
 }
 
+/* Queue the request at the tail of the lock's queue with a new ticket. */
+static void
+enqueue(Request *r, DOwner *owner, DLock *lock, TimestampTz now)
+{
+	DWaiter    *w = MemoryContextAllocZero(state_cxt, sizeof(DWaiter));
+
+	w->lock = lock;
+	w->owner = owner;
+	w->mode = r->mode;
+	w->ticket = take_ticket();
+	w->slotno = r->slotno;
+	w->pid = r->pid;
+	w->backend_start = r->session_start;
+	w->since = now;
+	w->timeout_at = r->timeout_at;
+	w->ttl_us = r->ttl_us;
+	dlist_push_tail(&lock->waiters, &w->lock_node);
+	dlist_push_tail(&owner->waiters, &w->owner_node);
+	lock->nwaiting[w->mode]++;
+	slot_waiter[r->slotno] = w;
+	touch_waiter(w);
+	outcome_of(r->slotno)->queued = true;
+}
+
 static void
 do_acquire(Request *r, TimestampTz now)
 {
@@ -607,24 +622,7 @@ do_acquire(Request *r, TimestampTz now)
 		answer(r->slotno, DLOCK_STATUS_REFUSED, 0, 0, 0);
 	else
 	{
-		DWaiter    *w = MemoryContextAllocZero(state_cxt, sizeof(DWaiter));
-
-		w->lock = lock;
-		w->owner = owner;
-		w->mode = r->mode;
-		w->ticket = take_ticket();
-		w->slotno = r->slotno;
-		w->pid = r->pid;
-		w->backend_start = r->session_start;
-		w->since = now;
-		w->timeout_at = r->timeout_at;
-		w->ttl_us = r->ttl_us;
-		dlist_push_tail(&lock->waiters, &w->lock_node);
-		dlist_push_tail(&owner->waiters, &w->owner_node);
-		lock->nwaiting[w->mode]++;
-		slot_waiter[r->slotno] = w;
-		touch_waiter(w);
-		outcome_of(r->slotno)->queued = true;
+		enqueue(r, owner, lock, now);
 	}
 	note_maybe_empty(lock, owner);
 }
@@ -1203,24 +1201,7 @@ reload(void)
 		Request    *r = a->req;
 		DOwner	   *owner = owner_get(r->owner, r->pid, r->session_start);
 		DLock	   *lock = lock_get(r->name);
-		DWaiter    *w = MemoryContextAllocZero(state_cxt, sizeof(DWaiter));
-
-		w->lock = lock;
-		w->owner = owner;
-		w->mode = r->mode;
-		w->ticket = take_ticket();
-		w->slotno = r->slotno;
-		w->pid = r->pid;
-		w->backend_start = r->session_start;
-		w->since = now;
-		w->timeout_at = r->timeout_at;
-		w->ttl_us = r->ttl_us;
-		dlist_push_tail(&lock->waiters, &w->lock_node);
-		dlist_push_tail(&owner->waiters, &w->owner_node);
-		lock->nwaiting[w->mode]++;
-		slot_waiter[r->slotno] = w;
-		touch_waiter(w);
-		outcome_of(r->slotno)->queued = true;
+		enqueue(r, owner, lock, now);
 		{
 			MemoryContext old = MemoryContextSwitchTo(state_cxt);
 
