@@ -1425,6 +1425,16 @@ dlock_worker_main(Datum main_arg)
 
 	/* everything we run is schema-qualified; leave nothing to search_path */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION);
+
+	/*
+	 * Every statement of a batch touches a few rows by key.  The tables churn
+	 * and their statistics lag, so keep the planner off sequential scans and
+	 * hash joins, and off replanning each statement for its parameters.
+	 */
+	SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_SESSION);
+	SetConfigOption("enable_hashjoin", "off", PGC_SUSET, PGC_S_SESSION);
+	SetConfigOption("enable_mergejoin", "off", PGC_SUSET, PGC_S_SESSION);
+	SetConfigOption("plan_cache_mode", "force_generic_plan", PGC_SUSET, PGC_S_SESSION);
 	if (!dlock_synchronous_commit)
 		SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION);
 
