@@ -61,11 +61,12 @@ typedef enum DLockStatus
 	DLOCK_STATUS_CANCELED,		/* withdrawn at the backend's request */
 	DLOCK_STATUS_WITHDRAWN,		/* withdrawn by release_all of its owner */
 	DLOCK_STATUS_MODE_HELD,		/* held already in a weaker mode */
+	DLOCK_STATUS_DEADLOCK,		/* waiting would close a cycle: errmsg */
 	DLOCK_STATUS_NOT_READY,		/* extension not installed: errmsg */
 	DLOCK_STATUS_ERROR			/* message in errmsg */
 } DLockStatus;
 
-#define DLOCK_ERRMSG_LEN 256
+#define DLOCK_ERRMSG_LEN 1024
 
 typedef struct DLockSlot
 {

@@ -491,6 +491,14 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 					 errmsg("request for lock \"%s\" was withdrawn", name_for_message(req)),
 					 errdetail("dlock_release_all() was called for its owner key.")));
 			break;
+		case DLOCK_STATUS_DEADLOCK:
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+					 errmsg("deadlock detected while waiting for lock \"%s\"",
+							name_for_message(req)),
+					 errdetail("%s", reply->errmsg),
+					 errhint("Acquire locks in one order, or take them together with a timeout.")));
+			break;
 		case DLOCK_STATUS_MODE_HELD:
 			ereport(ERROR,
 					(errcode(ERRCODE_DLOCK_MODE_HELD),

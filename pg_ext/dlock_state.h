@@ -40,6 +40,7 @@ struct DOwner
 	TimestampTz session_start;
 	dlist_head	holders;		/* DHolder.owner_node */
 	dlist_head	waiters;		/* DWaiter.owner_node */
+	uint64		visited;		/* deadlock search that last passed here */
 };
 
 struct DLock

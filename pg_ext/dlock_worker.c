@@ -576,7 +576,7 @@ withdraw_waiter(DWaiter *w, TimestampTz now)
 }
 
 /* Queue the request at the tail of the lock's queue with a new ticket. */
-static void
+static DWaiter *
 enqueue(Request *r, DOwner *owner, DLock *lock, TimestampTz now)
 {
 	DWaiter    *w = MemoryContextAllocZero(state_cxt, sizeof(DWaiter));
@@ -597,6 +597,154 @@ enqueue(Request *r, DOwner *owner, DLock *lock, TimestampTz now)
 	slot_waiter[r->slotno] = w;
 	touch_waiter(w);
 	outcome_of(r->slotno)->queued = true;
+	return w;
+}
+
+/* ---------------------------------------------------------------------
+ * Deadlock detection
+ *
+ * Owners form a wait-for graph: a waiting request waits for the owners of
+ * conflicting holders of its lock and of conflicting requests queued before
+ * it.  Grants and releases never add an edge between owners (a request
+ * granted ahead of a waiter turns an edge to a queued request into an edge
+ * to a holder of the same owner), so a cycle can only be closed by a new
+ * wait, and looking from every new wait finds every deadlock, once.
+ * --------------------------------------------------------------------- */
+
+static uint64 deadlock_search = 0;
+
+/* Describe an owner for the cycle's DETAIL; keys are secrets: no key. */
+static void
+describe_owner(StringInfo buf, DOwner *o, int pid)
+{
+	if (o->key)
+		appendStringInfo(buf, "an owner key (pid %d)", pid);
+	else
+		appendStringInfo(buf, "session %d", o->pid);
+}
+
+/*
+ * Call fn for every owner the waiter waits for, with the holder or request
+ * that makes it wait; stops and returns true as soon as fn does.
+ */
+typedef bool (*blocker_fn) (DOwner *blocker, int pid, bool holds, void *arg);
+
+static bool
+for_each_blocker(DWaiter *w, blocker_fn fn, void *arg)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &w->lock->holders)
+	{
+		DHolder    *h = dlist_container(DHolder, lock_node, it.cur);
+
+		if (h->owner != w->owner &&
+			!compatible(w->mode, DLOCK_MODE_BIT(h->mode)) &&
+			fn(h->owner, h->pid, true, arg))
+			return true;
+	}
+	dlist_foreach(it, &w->lock->waiters)
+	{
+		DWaiter    *x = dlist_container(DWaiter, lock_node, it.cur);
+
+		if (x == w)
+			break;
+		if (x->owner != w->owner &&
+			!compatible(w->mode, DLOCK_MODE_BIT(x->mode)) &&
+			fn(x->owner, x->pid, false, arg))
+			return true;
+	}
+	return false;
+}
+
+typedef struct CycleSearch
+{
+	DOwner	   *target;			/* the owner of the new wait */
+	DWaiter    *via;			/* the wait being followed */
+	List	   *steps;			/* text of each edge, last edge first */
+} CycleSearch;
+
+static bool reaches_target(DOwner *o, int pid, bool holds, void *arg);
+
+/* Does some wait of 'from' lead back to the target? */
+static bool
+owner_reaches(DOwner *from, CycleSearch *cs)
+{
+	dlist_iter	it;
+
+	check_stack_depth();
+	if (from->visited == deadlock_search)
+		return false;
+	from->visited = deadlock_search;
+	dlist_foreach(it, &from->waiters)
+	{
+		DWaiter    *x = dlist_container(DWaiter, owner_node, it.cur);
+		DWaiter    *saved = cs->via;
+
+		cs->via = x;
+		if (for_each_blocker(x, reaches_target, cs))
+			return true;
+		cs->via = saved;
+	}
+	return false;
+}
+
+static bool
+reaches_target(DOwner *o, int pid, bool holds, void *arg)
+{
+	CycleSearch *cs = arg;
+	DWaiter    *w = cs->via;
+
+	if (o == cs->target || owner_reaches(o, cs))
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		describe_owner(&buf, w->owner, w->pid);
+		appendStringInfo(&buf, " waits for \"%s\" %s ", w->lock->name,
+						 holds ? "held by" : "queued earlier by");
+		describe_owner(&buf, o, pid);
+		appendStringInfoChar(&buf, '.');
+		buf.data[0] = pg_toupper((unsigned char) buf.data[0]);
+		cs->steps = lcons(buf.data, cs->steps);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * deadlock_cycle
+ *		If the new waiter closes a cycle, describe it (in wait order, the new
+ *		waiter first); else NULL.
+ */
+static char *
+deadlock_cycle(DWaiter *w)
+{
+	CycleSearch cs = {w->owner, w, NIL};
+	StringInfoData buf;
+	ListCell   *lc;
+
+	/*
+	 * Nobody can wait for an owner that holds nothing and waits only here
+	 * (later waiters of this lock do not exist yet): the usual case, cheap.
+	 */
+	if (dlist_is_empty(&w->owner->holders) &&
+		dlist_head_node(&w->owner->waiters) == &w->owner_node &&
+		dlist_tail_node(&w->owner->waiters) == &w->owner_node)
+		return NULL;
+
+	deadlock_search++;
+	w->owner->visited = deadlock_search;
+	if (!for_each_blocker(w, reaches_target, &cs))
+		return NULL;
+	initStringInfo(&buf);
+	foreach(lc, cs.steps)
+	{
+		if (buf.len > 0)
+			appendStringInfoChar(&buf, ' ');
+		appendStringInfoString(&buf, lfirst(lc));
+	}
+	return buf.data;
 }
 
 static void
@@ -622,7 +770,14 @@ do_acquire(Request *r, TimestampTz now)
 		answer(r->slotno, DLOCK_STATUS_REFUSED, 0, 0, 0);
 	else
 	{
-		enqueue(r, owner, lock, now);
+		DWaiter    *w = enqueue(r, owner, lock, now);
+		char	   *cycle = deadlock_cycle(w);
+
+		if (cycle)
+		{
+			withdraw_waiter(w, now);
+			answer_error(r->slotno, DLOCK_STATUS_DEADLOCK, cycle);
+		}
 	}
 	note_maybe_empty(lock, owner);
 }
