@@ -1,0 +1,108 @@
+/*
+ * dlock_store.h
+ *		The lock manager of the MySQL/MariaDB plugin: the algorithm over the
+ *		lock-store tables, the connection pool that reaches them and the
+ *		in-process registry of waiting calls.
+ *
+ * Deliberately free of MySQL headers on both sides: dlock_udf.c includes
+ * the server's UDF layout (mysql_com.h from the server), dlock_store.c the
+ * client library (mysql.h), and the two must never meet in one unit.
+ */
+#ifndef DLOCK_STORE_H
+#define DLOCK_STORE_H
+
+#include <stddef.h>
+
+/* Longest lock name in bytes (the width of the name columns). */
+#define DLOCK_MAX_NAME_LEN 1024
+
+/* Lease given to owner-keyed locks acquired without a TTL. */
+#define DLOCK_DEFAULT_OWNER_TTL_US (60LL * 1000000LL)
+
+/* Longest accepted TTL and timeout (TIMESTAMP columns end in 2038). */
+#define DLOCK_MAX_TTL_US (366LL * 86400LL * 1000000LL)
+#define DLOCK_MAX_TIMEOUT_US (366LL * 86400LL * 1000000LL)
+
+/* How often a waiting call looks at the tables for changes made elsewhere. */
+#define DLOCK_RECHECK_MS 1000
+
+/* How often a waiting call looks whether its statement was killed. */
+#define DLOCK_KILL_CHECK_MS 100
+
+/* Error numbers reported to the client (MySQL errno values). */
+#define DLOCK_ER_UNKNOWN 1105		/* ER_UNKNOWN_ERROR, HY000 */
+#define DLOCK_ER_ARGS 1210			/* ER_WRONG_ARGUMENTS, HY000 */
+#define DLOCK_ER_TOO_LONG 1406		/* ER_DATA_TOO_LONG, 22001 */
+#define DLOCK_ER_LOCK_WAIT 1205		/* ER_LOCK_WAIT_TIMEOUT, HY000 */
+#define DLOCK_ER_INTERRUPTED 1317	/* ER_QUERY_INTERRUPTED, 70100 */
+
+/* Outcome of a call; msg is already prefixed with the function name. */
+typedef struct DlockErr
+{
+	int			code;			/* 0: no error */
+	int			warning;		/* code/msg is a warning, not an error */
+	char		msg[512];
+} DlockErr;
+
+/* The calling session, as far as the lock manager needs to know it. */
+typedef struct DlockCaller
+{
+	unsigned long long conn_id;	/* CONNECTION_ID() of the caller */
+	int			(*killed) (void *arg);	/* nonzero once KILL QUERY/KILL hit it */
+	void	   *killed_arg;
+} DlockCaller;
+
+/* One request, already validated by the UDF layer. */
+typedef struct DlockReq
+{
+	const char *fn;				/* SQL function name, for messages */
+	const char *name;
+	size_t		name_len;
+	const char *owner;			/* NULL: owned by the calling session */
+	size_t		owner_len;
+	int			mode;			/* a DLockMode */
+	long long	ttl_us;			/* < 0: none */
+	long long	timeout_us;		/* < 0: wait until granted or killed */
+} DlockReq;
+
+/*
+ * Process-wide set-up; returns 0 or fills err.  Safe to call from any
+ * thread any number of times (pthread_once inside).  'self_socket' and
+ * 'self_port' describe the server we run in (the default lock store),
+ * 'server_id' names this server in the tables.
+ */
+extern int	dls_init(const char *self_socket, unsigned int self_port,
+					 const char *server_id, DlockErr *err);
+
+/* Acquire; *token = fencing token, or 0 when not granted (timeout/try). */
+extern int	dls_acquire(const DlockCaller *who, const DlockReq *req,
+						int try_only, long long *token, DlockErr *err);
+
+/* Release one level; *released = 1 or 0 (with a warning in err). */
+extern int	dls_release(const DlockCaller *who, const DlockReq *req,
+						int *released, DlockErr *err);
+
+/* Renew a lease; writes the new expiry (UTC text) or "" for no lease. */
+extern int	dls_renew(const DlockCaller *who, const DlockReq *req,
+					  char *expiry, size_t expiry_size, int *no_lease,
+					  DlockErr *err);
+
+/* Release every lock and withdraw every request of the owner/session. */
+extern int	dls_release_all(const DlockCaller *who, const DlockReq *req,
+							long long *count, DlockErr *err);
+
+/*
+ * Who holds a lock: owner keys, or connection ids of session holders,
+ * joined by ", " in token order.  *out is malloc'ed (caller frees), NULL
+ * when the lock is free.
+ */
+extern int	dls_holder(const DlockReq *req, char **out, size_t *out_len,
+					   DlockErr *err);
+
+/* Expire leases and clean up after dead sessions; *count = rows ended. */
+extern int	dls_reap(const DlockCaller *who, long long *count, DlockErr *err);
+
+/* Close the pooled connections (library unload). */
+extern void dls_shutdown(void);
+
+#endif							/* DLOCK_STORE_H */

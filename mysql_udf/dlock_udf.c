@@ -1,0 +1,798 @@
+/*
+ * dlock_udf.c
+ *		The SQL functions of the MySQL/MariaDB plugin (UDFs): argument
+ *		checks, the caller's identity and kill state, and error reporting.
+ *
+ * Built against the server's UDF layout (mysql_com.h of libmariadbd-dev),
+ * never the client library's, which differs.  The lock manager itself is
+ * in dlock_store.c and shares no header with this file but dlock_store.h.
+ *
+ * Rules, as in MariaDB's sql/udf_example.c: no mutable globals except the
+ * server hooks, resolved once under pthread_once; per-call state lives in
+ * initid->ptr and is freed in the _deinit function; argument counts and
+ * types are checked in _init (message prefixed with the function name);
+ * argument values are read only at row time, where SQL NULL is
+ * args->args[i] == NULL.
+ *
+ * The server hooks are symbols every mariadbd exports for plugins:
+ * _current_thd, thd_get_thread_id and thd_kill_level tell who calls and
+ * whether KILL [QUERY] hit it; thd_is_connected whether its client is
+ * still there; my_printf_error raises a real SQL error or
+ * warning at row time (a UDF's own *error flag only yields NULL);
+ * mysqld_unix_port, mysqld_port and glob_hostname name this server.  They
+ * are looked up with dlsym so a server lacking one gets a clear error from
+ * CREATE FUNCTION's first call instead of a failed load.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <mysql.h>				/* the server's (-I .../server): UDF_INIT, UDF_ARGS */
+
+#include "dlock_core.h"
+#include "dlock_store.h"
+
+#define DLOCK_VERSION "1.0"
+
+/* my_sys.h flag: push a warning instead of raising an error */
+#define DLOCK_ME_WARNING 2048
+
+typedef void *(*current_thd_fn) (void);
+typedef unsigned long (*thread_id_fn) (const void *thd);
+typedef int (*kill_level_fn) (const void *thd);
+typedef unsigned char (*is_connected_fn) (void *thd);
+typedef void (*printf_error_fn) (unsigned int err, const char *fmt,
+								 unsigned long flags,...);
+
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+static current_thd_fn h_current_thd;
+static thread_id_fn h_thread_id;
+static kill_level_fn h_kill_level;
+static is_connected_fn h_is_connected;	/* optional */
+static printf_error_fn h_printf_error;
+static const char *h_server_version;
+static char hooks_missing[128];
+static char self_id[160];
+static const char *self_socket;
+static unsigned int self_port;
+
+static void
+hooks_init(void)
+{
+	char	  **sock;
+	unsigned int *port;
+	const char *host;
+
+	h_current_thd = (current_thd_fn) dlsym(RTLD_DEFAULT, "_current_thd");
+	h_thread_id = (thread_id_fn) dlsym(RTLD_DEFAULT, "thd_get_thread_id");
+	h_kill_level = (kill_level_fn) dlsym(RTLD_DEFAULT, "thd_kill_level");
+	h_printf_error = (printf_error_fn) dlsym(RTLD_DEFAULT, "my_printf_error");
+	h_is_connected = (is_connected_fn) dlsym(RTLD_DEFAULT, "thd_is_connected");
+	h_server_version = (const char *) dlsym(RTLD_DEFAULT, "server_version");
+	sock = (char **) dlsym(RTLD_DEFAULT, "mysqld_unix_port");
+	port = (unsigned int *) dlsym(RTLD_DEFAULT, "mysqld_port");
+	host = (const char *) dlsym(RTLD_DEFAULT, "glob_hostname");
+
+	if (!h_current_thd || !h_thread_id || !h_kill_level || !h_printf_error)
+		snprintf(hooks_missing, sizeof(hooks_missing),
+				 "this server does not export %s",
+				 !h_current_thd ? "_current_thd" :
+				 !h_thread_id ? "thd_get_thread_id" :
+				 !h_kill_level ? "thd_kill_level" : "my_printf_error");
+	self_socket = (sock && *sock) ? *sock : NULL;
+	self_port = port ? *port : 0;
+	snprintf(self_id, sizeof(self_id), "%s:%u",
+			 (host && host[0]) ? host : "localhost", self_port);
+}
+
+/* ------------------------------------------------------------------------
+ * Per-call state and helpers
+ * ------------------------------------------------------------------------ */
+typedef struct CallState
+{
+	char	   *buf;			/* string results */
+	size_t		cap;
+} CallState;
+
+static int
+init_common(UDF_INIT *initid, UDF_ARGS *args, char *message, const char *fn,
+			unsigned int min_args, unsigned int max_args, const char *usage,
+			const int *numeric)
+{
+	CallState  *cs;
+	DlockErr	err;
+
+	pthread_once(&hooks_once, hooks_init);
+	if (hooks_missing[0])
+	{
+		snprintf(message, MYSQL_ERRMSG_SIZE, "%s: %s", fn, hooks_missing);
+		return 1;
+	}
+	if (args->arg_count < min_args || args->arg_count > max_args)
+	{
+		/* the server shows only 80 characters of this message */
+		snprintf(message, MYSQL_ERRMSG_SIZE, "%s: expected %s", fn, usage);
+		return 1;
+	}
+	for (unsigned int i = 0; i < args->arg_count; i++)
+		args->arg_type[i] = (numeric && numeric[i]) ? REAL_RESULT : STRING_RESULT;
+	if (dls_init(self_socket, self_port, self_id, &err) != 0)
+	{
+		snprintf(message, MYSQL_ERRMSG_SIZE, "%s", err.msg);
+		return 1;
+	}
+	cs = calloc(1, sizeof(CallState));
+	if (cs == NULL)
+	{
+		snprintf(message, MYSQL_ERRMSG_SIZE, "%s: out of memory", fn);
+		return 1;
+	}
+	initid->ptr = (char *) cs;
+	initid->maybe_null = 1;
+	initid->const_item = 0;
+	return 0;
+}
+
+static void
+deinit_common(UDF_INIT *initid)
+{
+	CallState  *cs = (CallState *) initid->ptr;
+
+	if (cs)
+	{
+		free(cs->buf);
+		free(cs);
+		initid->ptr = NULL;
+	}
+}
+
+/* Raise an SQL error (or warning) in the calling statement. */
+static void
+report(const DlockErr *err)
+{
+	h_printf_error((unsigned int) err->code, "%s",
+				   err->warning ? DLOCK_ME_WARNING : 0, err->msg);
+}
+
+static void
+fail(char *error, char *is_null, int code, const char *fmt, const char *fn,
+	 const char *what)
+{
+	DlockErr	e;
+
+	e.code = code;
+	e.warning = 0;
+	snprintf(e.msg, sizeof(e.msg), fmt, fn, what);
+	report(&e);
+	*error = 1;
+	*is_null = 1;
+}
+
+/*
+ * caller_killed
+ *		True once KILL QUERY / KILL hit the calling statement, or its client
+ *		went away (the server itself notices that only after we return).
+ */
+static int
+caller_killed(void *arg)
+{
+	void	   *thd = h_current_thd();
+
+	(void) arg;
+	if (h_kill_level(thd) != 0)
+		return 1;
+	return h_is_connected != NULL && h_is_connected(thd) == 0;
+}
+
+static void
+caller(DlockCaller *who)
+{
+	who->conn_id = h_thread_id(h_current_thd());
+	who->killed = caller_killed;
+	who->killed_arg = NULL;
+}
+
+/* Validate the name argument; 0 or raises the error. */
+static int
+get_name(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
+		 char *is_null)
+{
+	const char *s = args->args[i];
+
+	if (s == NULL)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS, "%s: lock name must not be NULL%s",
+			 req->fn, "");
+		return -1;
+	}
+	switch (dlock_check_name(s, args->lengths[i], DLOCK_MAX_NAME_LEN))
+	{
+		case DLOCK_CHECK_OK:
+			break;
+		case DLOCK_CHECK_EMPTY:
+			fail(error, is_null, DLOCK_ER_ARGS,
+				 "%s: lock name must not be empty%s", req->fn, "");
+			return -1;
+		default:
+			fail(error, is_null, DLOCK_ER_TOO_LONG,
+				 "%s: lock name is longer than %s bytes", req->fn, "1024");
+			return -1;
+	}
+	req->name = s;
+	req->name_len = args->lengths[i];
+	return 0;
+}
+
+/* Owner argument (optional, NULL = session); 0 or raises the error. */
+static int
+get_owner(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
+		  char *is_null)
+{
+	const char *s;
+
+	req->owner = NULL;
+	req->owner_len = 0;
+	if (i >= args->arg_count || args->args[i] == NULL)
+		return 0;
+	s = args->args[i];
+	switch (dlock_check_owner(s, args->lengths[i]))
+	{
+		case DLOCK_CHECK_OK:
+			break;
+		case DLOCK_CHECK_EMPTY:
+			fail(error, is_null, DLOCK_ER_ARGS,
+				 "%s: owner key must not be empty%s", req->fn, "");
+			return -1;
+		case DLOCK_CHECK_TOO_LONG:
+			fail(error, is_null, DLOCK_ER_TOO_LONG,
+				 "%s: owner key is longer than %s bytes", req->fn, "255");
+			return -1;
+		default:
+			fail(error, is_null, DLOCK_ER_ARGS,
+				 "%s: owner key must not contain control characters%s",
+				 req->fn, "");
+			return -1;
+	}
+	req->owner = s;
+	req->owner_len = args->lengths[i];
+	return 0;
+}
+
+/* Seconds argument -> microseconds; NULL/absent -> -1; 0 or raises. */
+static int
+get_seconds(UDF_ARGS *args, unsigned int i, const char *what, long long max_us,
+			long long *out, DlockReq *req, char *error, char *is_null)
+{
+	double		v;
+	char		lim[32];
+
+	*out = -1;
+	if (i >= args->arg_count || args->args[i] == NULL)
+		return 0;
+	v = *(double *) args->args[i];
+	if (!(v > 0) || isnan(v))
+	{
+		fail(error, is_null, DLOCK_ER_ARGS, "%s: %s must be positive", req->fn, what);
+		return -1;
+	}
+	if (v * 1e6 > (double) max_us)
+	{
+		DlockErr	e;
+
+		snprintf(lim, sizeof(lim), "%lld", max_us / 1000000LL);
+		e.code = DLOCK_ER_ARGS;
+		e.warning = 0;
+		snprintf(e.msg, sizeof(e.msg), "%s: %s must not exceed %s seconds",
+				 req->fn, what, lim);
+		report(&e);
+		*error = 1;
+		*is_null = 1;
+		return -1;
+	}
+	*out = (long long) llround(v * 1e6);
+	if (*out < 1)
+		*out = 1;
+	return 0;
+}
+
+/* Mode argument (optional, default exclusive); 0 or raises. */
+static int
+get_mode(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
+		 char *is_null)
+{
+	char		shown[40];
+	size_t		n;
+
+	req->mode = DLOCK_MODE_EX;
+	if (i >= args->arg_count)
+		return 0;
+	if (args->args[i] == NULL)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS, "%s: mode must not be NULL%s",
+			 req->fn, "");
+		return -1;
+	}
+	req->mode = dlock_mode_parse(args->args[i], args->lengths[i]);
+	if (req->mode == DLOCK_MODE_INVALID)
+	{
+		n = args->lengths[i] < sizeof(shown) - 1 ? args->lengths[i] : sizeof(shown) - 1;
+		for (size_t k = 0; k < n; k++)
+		{
+			unsigned char c = (unsigned char) args->args[i][k];
+
+			shown[k] = (c < 0x20 || c == 0x7f || c == '"') ? '?' : (char) c;
+		}
+		shown[n] = '\0';
+		fail(error, is_null, DLOCK_ER_ARGS,
+			 "%s: unknown lock mode \"%s\" (expected exclusive or shared)",
+			 req->fn, shown);
+		return -1;
+	}
+	return 0;
+}
+
+/* Owner-keyed locks always carry a lease. */
+static void
+default_ttl(DlockReq *req)
+{
+	if (req->owner && req->ttl_us < 0)
+		req->ttl_us = DLOCK_DEFAULT_OWNER_TTL_US;
+}
+
+static char *
+set_string(UDF_INIT *initid, const char *s, size_t len, unsigned long *length,
+		   char *is_null, char *error)
+{
+	CallState  *cs = (CallState *) initid->ptr;
+
+	if (cs->cap < len + 1)
+	{
+		char	   *b = realloc(cs->buf, len + 1);
+
+		if (b == NULL)
+		{
+			*is_null = 1;
+			*error = 1;
+			return NULL;
+		}
+		cs->buf = b;
+		cs->cap = len + 1;
+	}
+	memcpy(cs->buf, s, len);
+	cs->buf[len] = '\0';
+	*length = (unsigned long) len;
+	return cs->buf;
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_acquire(name, timeout_seconds [, ttl_seconds [, mode [, owner]]])
+ * ------------------------------------------------------------------------ */
+static const int num_acquire[5] = {0, 1, 1, 0, 0};
+
+my_bool
+dlock_acquire_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_acquire", 2, 5,
+					   "(name, timeout [, ttl [, mode [, owner]]])", num_acquire);
+}
+
+void
+dlock_acquire_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+static long long
+acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
+{
+	DlockReq	req = {0};
+	DlockCaller who;
+	DlockErr	err = {0};
+	long long	token = 0;
+	unsigned int ttl_i = try_only ? 1 : 2;
+
+	req.fn = try_only ? "dlock_try_acquire" : "dlock_acquire";
+	*is_null = 0;
+	*error = 0;
+	if (get_name(args, 0, &req, error, is_null) != 0)
+		return 0;
+	req.timeout_us = -1;
+	if (!try_only &&
+		get_seconds(args, 1, "timeout", DLOCK_MAX_TIMEOUT_US, &req.timeout_us,
+					&req, error, is_null) != 0)
+		return 0;
+	if (get_seconds(args, ttl_i, "ttl", DLOCK_MAX_TTL_US, &req.ttl_us, &req,
+					error, is_null) != 0 ||
+		get_mode(args, ttl_i + 1, &req, error, is_null) != 0 ||
+		get_owner(args, ttl_i + 2, &req, error, is_null) != 0)
+		return 0;
+	default_ttl(&req);
+	caller(&who);
+	if (dls_acquire(&who, &req, try_only, &token, &err) != 0)
+	{
+		report(&err);
+		*error = 1;
+		*is_null = 1;
+		return 0;
+	}
+	if (token == 0)
+	{
+		*is_null = 1;
+		if (!try_only && caller_killed(NULL))
+		{
+			/* the server does not report a kill that a UDF survived */
+			DlockErr	e = {DLOCK_ER_INTERRUPTED, 0, ""};
+
+			snprintf(e.msg, sizeof(e.msg),
+					 "%s: query execution was interrupted; the request was "
+					 "withdrawn", req.fn);
+			report(&e);
+			*error = 1;
+		}
+		return 0;
+	}
+	return token;
+}
+
+long long
+dlock_acquire(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	(void) initid;
+	return acquire_common(args, 0, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_try_acquire(name [, ttl_seconds [, mode [, owner]]])
+ * ------------------------------------------------------------------------ */
+static const int num_try[4] = {0, 1, 0, 0};
+
+my_bool
+dlock_try_acquire_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_try_acquire", 1, 4,
+					   "(name [, ttl [, mode [, owner]]])", num_try);
+}
+
+void
+dlock_try_acquire_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_try_acquire(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	(void) initid;
+	return acquire_common(args, 1, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_release(name [, owner]) -> 1 released, 0 not held (warning)
+ * ------------------------------------------------------------------------ */
+my_bool
+dlock_release_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_release", 1, 2,
+					   "(name [, owner])", NULL);
+}
+
+void
+dlock_release_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_release(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockReq	req = {0};
+	DlockCaller who;
+	DlockErr	err = {0};
+	int			released = 0;
+
+	(void) initid;
+	req.fn = "dlock_release";
+	*is_null = 0;
+	*error = 0;
+	if (get_name(args, 0, &req, error, is_null) != 0 ||
+		get_owner(args, 1, &req, error, is_null) != 0)
+		return 0;
+	caller(&who);
+	if (dls_release(&who, &req, &released, &err) != 0)
+	{
+		report(&err);
+		*error = 1;
+		*is_null = 1;
+		return 0;
+	}
+	if (err.code && err.warning)
+		report(&err);
+	return released;
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_renew(name, ttl_seconds [, owner]) -> new expiry (UTC)
+ * ------------------------------------------------------------------------ */
+static const int num_renew[3] = {0, 1, 0};
+
+my_bool
+dlock_renew_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	int			r = init_common(initid, args, message, "dlock_renew", 2, 3,
+								"(name, ttl [, owner])",
+								num_renew);
+
+	initid->max_length = 26;
+	return r;
+}
+
+void
+dlock_renew_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+char *
+dlock_renew(UDF_INIT *initid, UDF_ARGS *args, char *result,
+			unsigned long *length, char *is_null, char *error)
+{
+	DlockReq	req = {0};
+	DlockCaller who;
+	DlockErr	err = {0};
+	char		expiry[64];
+	int			no_lease = 0;
+
+	(void) result;
+	req.fn = "dlock_renew";
+	*is_null = 0;
+	*error = 0;
+	if (get_name(args, 0, &req, error, is_null) != 0 ||
+		get_seconds(args, 1, "ttl", DLOCK_MAX_TTL_US, &req.ttl_us, &req,
+					error, is_null) != 0 ||
+		get_owner(args, 2, &req, error, is_null) != 0)
+		return NULL;
+	caller(&who);
+	if (dls_renew(&who, &req, expiry, sizeof(expiry), &no_lease, &err) != 0)
+	{
+		report(&err);
+		*error = 1;
+		*is_null = 1;
+		return NULL;
+	}
+	if (no_lease)
+	{
+		*is_null = 1;
+		return NULL;
+	}
+	return set_string(initid, expiry, strlen(expiry), length, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_release_all([owner]) -> locks released + requests withdrawn
+ * ------------------------------------------------------------------------ */
+my_bool
+dlock_release_all_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_release_all", 0, 1,
+					   "([owner])", NULL);
+}
+
+void
+dlock_release_all_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_release_all(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockReq	req = {0};
+	DlockCaller who;
+	DlockErr	err = {0};
+	long long	count = 0;
+
+	(void) initid;
+	req.fn = "dlock_release_all";
+	*is_null = 0;
+	*error = 0;
+	if (get_owner(args, 0, &req, error, is_null) != 0)
+		return 0;
+	caller(&who);
+	if (dls_release_all(&who, &req, &count, &err) != 0)
+	{
+		report(&err);
+		*error = 1;
+		*is_null = 1;
+		return 0;
+	}
+	return count;
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_holder(name) -> owner keys / connection ids, NULL when free
+ * ------------------------------------------------------------------------ */
+my_bool
+dlock_holder_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	int			r = init_common(initid, args, message, "dlock_holder", 1, 1,
+								"(name)", NULL);
+
+	initid->max_length = 65535;
+	return r;
+}
+
+void
+dlock_holder_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+char *
+dlock_holder(UDF_INIT *initid, UDF_ARGS *args, char *result,
+			 unsigned long *length, char *is_null, char *error)
+{
+	DlockReq	req = {0};
+	DlockErr	err = {0};
+	char	   *out = NULL;
+	size_t		len = 0;
+	char	   *r;
+
+	(void) result;
+	req.fn = "dlock_holder";
+	*is_null = 0;
+	*error = 0;
+	if (get_name(args, 0, &req, error, is_null) != 0)
+		return NULL;
+	if (dls_holder(&req, &out, &len, &err) != 0)
+	{
+		report(&err);
+		*error = 1;
+		*is_null = 1;
+		return NULL;
+	}
+	if (out == NULL)
+	{
+		*is_null = 1;
+		return NULL;
+	}
+	r = set_string(initid, out, len, length, is_null, error);
+	free(out);
+	return r;
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_info() -> version
+ * ------------------------------------------------------------------------ */
+my_bool
+dlock_info_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	int			r = init_common(initid, args, message, "dlock_info", 0, 0,
+								"no arguments", NULL);
+
+	initid->max_length = 200;
+	return r;
+}
+
+void
+dlock_info_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+char *
+dlock_info(UDF_INIT *initid, UDF_ARGS *args, char *result,
+		   unsigned long *length, char *is_null, char *error)
+{
+	char		buf[200];
+	int			n;
+
+	(void) args;
+	(void) result;
+	*is_null = 0;
+	*error = 0;
+	n = snprintf(buf, sizeof(buf), "dlock %s (MariaDB UDF, server %s)",
+				 DLOCK_VERSION, h_server_version ? h_server_version : "?");
+	return set_string(initid, buf, (size_t) n, length, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_new_owner() -> a random 128-bit owner key in hex
+ * ------------------------------------------------------------------------ */
+my_bool
+dlock_new_owner_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	int			r = init_common(initid, args, message, "dlock_new_owner", 0, 0,
+								"no arguments", NULL);
+
+	initid->max_length = 32;
+	return r;
+}
+
+void
+dlock_new_owner_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+char *
+dlock_new_owner(UDF_INIT *initid, UDF_ARGS *args, char *result,
+				unsigned long *length, char *is_null, char *error)
+{
+	unsigned char rnd[16];
+	char		hex[33];
+	size_t		got = 0;
+
+	(void) args;
+	(void) result;
+	*is_null = 0;
+	*error = 0;
+	while (got < sizeof(rnd))
+	{
+		ssize_t		n = getrandom(rnd + got, sizeof(rnd) - got, 0);
+
+		if (n <= 0)
+		{
+			DlockErr	e = {DLOCK_ER_UNKNOWN, 0, "dlock_new_owner: no randomness available"};
+
+			report(&e);
+			*error = 1;
+			*is_null = 1;
+			return NULL;
+		}
+		got += (size_t) n;
+	}
+	for (int i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	return set_string(initid, hex, 32, length, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_reap() -> rows ended; called every second by the dlock.reaper event
+ * ------------------------------------------------------------------------ */
+my_bool
+dlock_reap_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_reap", 0, 0,
+					   "no arguments", NULL);
+}
+
+void
+dlock_reap_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_reap(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockCaller who;
+	DlockErr	err = {0};
+	long long	count = 0;
+
+	(void) initid;
+	(void) args;
+	*is_null = 0;
+	*error = 0;
+	caller(&who);
+	if (dls_reap(&who, &count, &err) != 0)
+	{
+		report(&err);
+		*error = 1;
+		*is_null = 1;
+		return 0;
+	}
+	return count;
+}
+
+/* Library unload (last DROP FUNCTION, server shutdown): close the pool. */
+__attribute__((destructor))
+static void
+dlock_udf_unload(void)
+{
+	dls_shutdown();
+}

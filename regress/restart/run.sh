@@ -1,0 +1,91 @@
+#!/bin/bash
+# regress/restart/run.sh — what survives a restart and a crash.
+#
+#   immediate restart: leases keep token and expiry; session locks and queue
+#   entries of the dead sessions are gone; new tokens exceed all old ones.
+#   SIGKILL of a holding and of a waiting backend (PostgreSQL then restarts
+#   every backend): the same, plus the worker restarting with them.
+#   SIGKILL of the worker: a crash restart too, nothing acknowledged lost.
+#   a lease with nobody waiting disappears about when it runs out.
+#
+# Uses its own cluster (fsync on: crash tests must not cheat) and stops it.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+PORT=${RESTART_PORT:-5496}
+DIR=$(mktemp -d /tmp/dlock-restart.XXXXXX)
+passed=0; failed=0
+
+cleanup() { "$ROOT/scripts/pg_cluster.sh" stop "$DIR"; rm -rf "$DIR"; }
+trap cleanup EXIT
+
+q() { timeout 30 psql -X -At -h "$DIR" -p "$PORT" -U postgres -d postgres -c "$1" 2>&1; }
+check() {  # name, got, expected
+    if [ "$2" == "$3" ]; then echo "ok   $1"; passed=$((passed + 1))
+    else echo "FAIL $1: expected '$3', got '$2'"; failed=$((failed + 1)); fi
+}
+wait_ready() {  # until the worker answers again after a restart
+    for _ in $(seq 1 300); do
+        [ "$(q "SELECT dlock_try_acquire('probe') > 0" 2>/dev/null)" == "t" ] &&
+            { q "SELECT dlock_release('probe')" >/dev/null; return 0; }
+        sleep 0.1
+    done
+    return 1
+}
+# run SQL in a background session that stays connected; prints its pid file
+bg_session() {  # name, sql
+    timeout 60 psql -X -At -h "$DIR" -p "$PORT" -U postgres -d postgres \
+        -c "SELECT pg_backend_pid()" -c "$2" -c "SELECT pg_sleep(60)" \
+        > "$DIR/$1.out" 2>&1 &
+}
+wait_for() {  # sql that must return t
+    for _ in $(seq 1 200); do [ "$(q "$1")" == "t" ] && return 0; sleep 0.05; done
+    return 1
+}
+
+PG_FSYNC=on "$ROOT/scripts/pg_cluster.sh" start "$DIR" "$PORT" || { echo "restart: 0 passed, 1 failed"; exit 1; }
+
+snapshot="SELECT string_agg(name || '=' || token || '@' || expires_at, ',' ORDER BY name) FROM dlock.locks WHERE owner IS NOT NULL"
+
+for kind in restart kill-backends kill-worker; do
+    q "SELECT dlock_acquire('lease-a', ttl => '1 hour', owner => 'ka')" >/dev/null
+    q "SELECT dlock_acquire('lease-b', ttl => '2 hours', owner => 'kb')" >/dev/null
+    bg_session holder "SELECT dlock_acquire('sess-$kind')"
+    wait_for "SELECT count(*) = 1 FROM dlock.locks WHERE name = 'sess-$kind' AND granted"
+    bg_session waiter "SELECT dlock_acquire('sess-$kind')"
+    wait_for "SELECT count(*) = 1 FROM dlock.locks WHERE name = 'sess-$kind' AND NOT granted"
+    before=$(q "$snapshot")
+    maxtok=$(q "SELECT max(token) FROM dlock.locks")
+    case $kind in
+    restart) "$ROOT/scripts/pg_cluster.sh" restart "$DIR" immediate ;;
+    kill-backends)
+        kill -9 "$(head -1 "$DIR/holder.out")" "$(head -1 "$DIR/waiter.out")" ;;
+    kill-worker)
+        kill -9 "$(q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlock lock manager'")" ;;
+    esac
+    sleep 0.5
+    wait_ready
+    check "$kind: leases kept with token and expiry" "$(q "$snapshot")" "$before"
+    check "$kind: session lock and queue entry gone" \
+        "$(q "SELECT count(*) FROM dlock.locks WHERE name = 'sess-$kind'")" "0"
+    check "$kind: no waiters left" "$(q "SELECT count(*) FROM dlock.queue")" "0"
+    check "$kind: new token beyond every old one" \
+        "$(q "SELECT dlock_acquire('new-$kind') > $maxtok")" "t"
+    q "SELECT dlock_release('new-$kind')" >/dev/null
+    wait
+done
+
+# the worker's log line says what it reloaded; a crash restart happened
+check "crash restarts logged" \
+    "$(grep -c 'terminating any other active server processes' "$DIR/server.log")" "2"
+
+# a lease nobody waits for goes away about when it runs out
+q "SELECT dlock_acquire('short', ttl => '1 s', owner => 'ks')" >/dev/null
+sleep 0.8
+check "lease still held before expiry" "$(q "SELECT count(*) FROM dlock.locks WHERE name = 'short'")" "1"
+sleep 0.6
+check "lease gone after expiry (reap_interval 100ms)" \
+    "$(q "SELECT count(*) FROM dlock.locks WHERE name = 'short'")" "0"
+
+echo "restart: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,245 @@
+#!/usr/bin/python3
+"""Multi-session scenarios for dlock.
+
+PostgreSQL's isolation tester cannot see a wait on dlock's latch (it only
+recognises heavyweight-lock waits), so this runner drives named sessions
+itself and decides that a session is waiting by looking at dlock.locks.
+
+A scenario file (*.scen) is a list of steps, one per line:
+
+    session s1 [s2 ...]      open sessions (autocommit)
+    s1: SQL                  run SQL in s1 and print its result
+    s1& SQL                  send SQL in s1 without waiting (it should block)
+    wait s1                  until s1 has a request queued in dlock.locks
+    await s1                 collect and print the result of s1's pending SQL
+    locks                    print dlock.locks, pids shown as session names
+    sleep SECONDS
+    cancel s1 | terminate s1 pg_cancel_backend / pg_terminate_backend
+    disconnect s1            close the connection (s1 must not be busy)
+    drop s1                  cut s1's socket under a running statement, as a
+                             vanished client does
+    # comment                copied to the output
+
+The output (results, errors with SQLSTATE, warnings; pids replaced by
+session names) is compared with expected/<name>.out.
+Usage: run.py [--accept] [scenario ...]; connection from PG* variables.
+"""
+import difflib
+import os
+import re
+import socket
+import sys
+import threading
+import time
+
+import psycopg2
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WAIT_LIMIT = 15.0
+
+
+class Session:
+    def __init__(self, name):
+        self.name = name
+        self.conn = psycopg2.connect(dbname=os.environ.get("PGDATABASE", "postgres"))
+        self.conn.autocommit = True
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT pg_backend_pid()")
+            self.pid = cur.fetchone()[0]
+        self.thread = None
+        self.outcome = None
+
+    def run(self, sql):
+        """Execute sql; return the printable outcome lines."""
+        lines = []
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql)
+                if cur.description is not None:
+                    for row in cur.fetchall():
+                        lines.append("|".join("" if v is None else str(v) for v in row))
+        except psycopg2.Error as e:
+            diag = e.diag
+            lines.append("ERROR %s: %s" % (e.pgcode, diag.message_primary))
+            if diag.message_detail:
+                lines.append("DETAIL: %s" % diag.message_detail)
+        except psycopg2.InterfaceError as e:
+            lines.append("CONNECTION LOST: %s" % str(e).strip())
+        for notice in self.conn.notices if not self.conn.closed else []:
+            lines.insert(0, notice.strip())
+        if not self.conn.closed:
+            del self.conn.notices[:]
+        return lines
+
+    def send(self, sql):
+        def target():
+            self.outcome = self.run(sql)
+        self.outcome = None
+        self.thread = threading.Thread(target=target, daemon=True)
+        self.thread.start()
+
+    def collect(self):
+        if self.thread is None:
+            return ["(nothing pending)"]
+        self.thread.join(WAIT_LIMIT)
+        if self.thread.is_alive():
+            return ["STILL BLOCKED after %.0f s" % WAIT_LIMIT]
+        self.thread = None
+        return self.outcome
+
+
+class Scenario:
+    def __init__(self, path):
+        self.path = path
+        self.sessions = {}
+        self.out = []
+        self.observer = psycopg2.connect(dbname=os.environ.get("PGDATABASE", "postgres"))
+        self.observer.autocommit = True
+
+    def names_for_pids(self, text):
+        for s in sorted(self.sessions.values(), key=lambda s: -len(str(s.pid))):
+            text = re.sub(r"\b%d\b" % s.pid, s.name, text)
+        return text
+
+    def emit(self, lines, indent="  "):
+        for line in lines:
+            self.out.append(indent + self.names_for_pids(line))
+
+    def observe(self, sql, args=()):
+        with self.observer.cursor() as cur:
+            cur.execute(sql, args)
+            return cur.fetchall()
+
+    def step(self, line):
+        m = re.match(r"^(\w+)(:|&)\s*(.*)$", line)
+        if m and m.group(1) in self.sessions:
+            s = self.sessions[m.group(1)]
+            self.out.append(line)
+            if m.group(2) == ":":
+                self.emit(s.run(m.group(3)))
+            else:
+                s.send(m.group(3))
+            return
+        words = line.split()
+        cmd, args = words[0], words[1:]
+        self.out.append(line)
+        if cmd == "session":
+            for name in args:
+                self.sessions[name] = Session(name)
+        elif cmd == "wait":
+            s = self.sessions[args[0]]
+            deadline = time.monotonic() + WAIT_LIMIT
+            while time.monotonic() < deadline:
+                if self.observe("SELECT 1 FROM dlock.locks WHERE NOT granted AND pid = %s",
+                                (s.pid,)):
+                    break
+                if s.thread is not None and not s.thread.is_alive():
+                    break
+                time.sleep(0.01)
+            waiting = bool(self.observe(
+                "SELECT 1 FROM dlock.locks WHERE NOT granted AND pid = %s", (s.pid,)))
+            self.emit(["%s is waiting" % s.name if waiting else "%s is NOT waiting" % s.name])
+        elif cmd == "await":
+            self.emit(self.sessions[args[0]].collect())
+        elif cmd == "locks":
+            rows = self.observe(
+                "SELECT name, mode, granted, position, owner, pid, count"
+                "  FROM dlock.locks ORDER BY name, granted DESC, position, token")
+            for name, mode, granted, pos, owner, pid, count in rows:
+                who = "pid %d" % pid
+                for s in self.sessions.values():
+                    if s.pid == pid:
+                        who = s.name
+                if granted:
+                    desc = "%s %s held by %s%s count %d" % (
+                        name, mode, who, " key " + owner if owner else "", count)
+                else:
+                    desc = "%s %s waiting #%d: %s%s" % (
+                        name, mode, pos, who, " key " + owner if owner else "")
+                self.emit([desc])
+            if not rows:
+                self.emit(["(no locks)"])
+        elif cmd == "sleep":
+            time.sleep(float(args[0]))
+        elif cmd in ("cancel", "terminate"):
+            fn = "pg_cancel_backend" if cmd == "cancel" else "pg_terminate_backend"
+            self.observe("SELECT %s(%%s)" % fn, (self.sessions[args[0]].pid,))
+            if cmd == "terminate":
+                # until the backend is gone, so the next step sees its end
+                deadline = time.monotonic() + WAIT_LIMIT
+                while time.monotonic() < deadline and self.observe(
+                        "SELECT 1 FROM pg_stat_activity WHERE pid = %s",
+                        (self.sessions[args[0]].pid,)):
+                    time.sleep(0.01)
+        elif cmd in ("disconnect", "drop"):
+            s = self.sessions[args[0]]
+            if cmd == "drop":
+                sock = socket.socket(fileno=os.dup(s.conn.fileno()))
+                sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+                if s.thread is not None:
+                    s.thread.join(WAIT_LIMIT)
+                    s.thread = None
+            else:
+                s.conn.close()
+            deadline = time.monotonic() + WAIT_LIMIT
+            while time.monotonic() < deadline and self.observe(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (s.pid,)):
+                time.sleep(0.01)
+        else:
+            raise ValueError("unknown step: " + line)
+
+    def run(self):
+        with open(self.path) as f:
+            for raw in f:
+                line = raw.rstrip("\n")
+                if not line.strip():
+                    continue
+                if line.startswith("#"):
+                    self.out.append(line)
+                    continue
+                self.step(line.strip())
+        for s in self.sessions.values():
+            if not s.conn.closed:
+                if s.thread is not None:
+                    self.observe("SELECT pg_cancel_backend(%s)", (s.pid,))
+                    s.thread.join(5)
+                s.conn.close()
+        self.observer.close()
+        return "\n".join(self.out) + "\n"
+
+
+def main(argv):
+    accept = "--accept" in argv
+    names = [a for a in argv if not a.startswith("--")]
+    if not names:
+        names = sorted(f[:-5] for f in os.listdir(HERE) if f.endswith(".scen"))
+    passed = failed = 0
+    os.makedirs(os.path.join(HERE, "expected"), exist_ok=True)
+    for name in names:
+        started = time.monotonic()
+        try:
+            got = Scenario(os.path.join(HERE, name + ".scen")).run()
+        except Exception as e:  # a broken runner step is a failed scenario
+            got = "RUNNER ERROR: %r\n" % (e,)
+        expected_path = os.path.join(HERE, "expected", name + ".out")
+        if accept:
+            with open(expected_path, "w") as f:
+                f.write(got)
+        expected = open(expected_path).read() if os.path.exists(expected_path) else ""
+        took = time.monotonic() - started
+        if got == expected:
+            passed += 1
+            print("ok   %-24s %5.1f s" % (name, took))
+        else:
+            failed += 1
+            print("FAIL %-24s %5.1f s" % (name, took))
+            sys.stdout.writelines(difflib.unified_diff(
+                expected.splitlines(True), got.splitlines(True),
+                "expected/%s.out" % name, "got"))
+    print("scenarios: %d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,90 @@
+#!/bin/bash
+# scripts/check.sh — `make check`: install what is missing, build, run every
+# suite on throwaway servers, stop them, and end with one line
+# "N passed, M failed".  Exits non-zero on any failure.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+PORT=${CHECK_PORT:-5495}
+DIR=$(mktemp -d /tmp/dlock-check.XXXXXX)
+chmod 755 "$DIR"  # the postgres user must reach the cluster inside
+RESULTS=$DIR/results
+: > "$RESULTS"
+
+cleanup() { "$ROOT/scripts/pg_cluster.sh" stop "$DIR/pg" 2>/dev/null; rm -rf "$DIR"; }
+trap cleanup EXIT
+
+# record <suite> <passed> <failed>
+record() { echo "$1 $2 $3" >> "$RESULTS"; }
+# parse "<suite>: N passed, M failed" from a log; a suite that printed no
+# such line did not run to its end and counts as one failure
+record_from() {  # suite, log, exit code
+    local line
+    line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$2" | tail -1)
+    if [ -n "$line" ]; then
+        record "$1" "$(echo "$line" | sed -E 's/.*: ([0-9]+) passed.*/\1/')" \
+            "$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')"
+        [ "$3" -ne 0 ] && ! echo "$line" | grep -qE ', [1-9][0-9]* failed' &&
+            record "$1-exit" 0 1
+    else
+        record "$1" 0 1
+    fi
+}
+section() { printf '\n=== %s\n' "$1"; }
+
+section "dependencies"
+"$ROOT/scripts/deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
+
+section "build and install the PostgreSQL extension"
+make -s -C pg_ext >/dev/null && make -s -C pg_ext install >/dev/null ||
+    { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+echo "installed into $(pg_config --pkglibdir)"
+
+section "core unit tests"
+make -s -C core check > "$DIR/core.log" 2>&1; rc=$?
+cat "$DIR/core.log"; record_from core "$DIR/core.log" $rc
+
+section "PostgreSQL cluster"
+"$ROOT/scripts/pg_cluster.sh" start "$DIR/pg" "$PORT" || { echo "0 passed, 1 failed"; exit 1; }
+export PGHOST=$DIR/pg PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
+echo "running on $PGHOST port $PGPORT"
+
+section "pg_regress"
+tests=$(cd regress/sql && ls *.sql | sed 's/\.sql$//' | sort)
+/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress \
+    --inputdir=regress --outputdir="$DIR/regress" --use-existing \
+    --dbname=postgres $tests > "$DIR/regress.log" 2>&1
+cat "$DIR/regress.log"
+ok=$(grep -cE '^(ok|test) .* \.\.\. ok' "$DIR/regress.log")
+bad=$(grep -cE '\.\.\. FAILED' "$DIR/regress.log")
+record pg_regress "$ok" "$bad"
+[ "$bad" -gt 0 ] && cat "$DIR/regress/regression.diffs"
+
+section "multi-session scenarios"
+/usr/bin/python3 regress/scenarios/run.py > "$DIR/scen.log" 2>&1; rc=$?
+cat "$DIR/scen.log"; record_from scenarios "$DIR/scen.log" $rc
+
+"$ROOT/scripts/pg_cluster.sh" stop "$DIR/pg"
+unset PGHOST PGPORT PGUSER PGDATABASE
+
+section "restart and crash"
+regress/restart/run.sh > "$DIR/restart.log" 2>&1; rc=$?
+cat "$DIR/restart.log"; record_from restart "$DIR/restart.log" $rc
+
+section "set-up errors"
+regress/setup/run.sh > "$DIR/setup.log" 2>&1; rc=$?
+cat "$DIR/setup.log"; record_from setup "$DIR/setup.log" $rc
+
+if [ -x regress/mysql/run.sh ]; then
+    section "MySQL/MariaDB plugin"
+    regress/mysql/run.sh > "$DIR/mysql.log" 2>&1; rc=$?
+    cat "$DIR/mysql.log"; record_from mysql "$DIR/mysql.log" $rc
+fi
+
+section "summary"
+printf '%-14s %8s %8s\n' suite passed failed
+while read -r suite p f; do printf '%-14s %8d %8d\n' "$suite" "$p" "$f"; done < "$RESULTS"
+total_p=$(awk '{s += $2} END {print s + 0}' "$RESULTS")
+total_f=$(awk '{s += $3} END {print s + 0}' "$RESULTS")
+echo "$total_p passed, $total_f failed"
+[ "$total_f" -eq 0 ]

@@ -1,0 +1,20 @@
+#!/bin/bash
+# scripts/deps.sh — install the Debian packages the build and tests need,
+# only those missing (apt-get update once, only if something is missing).
+set -eu
+need=()
+for p in build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib \
+         libpq-dev python3-psycopg2 "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    echo "installing: ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need[@]}" >/dev/null
+    # a packaged cluster is not needed: tests run their own
+    if command -v pg_lsclusters >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q '^15 main'; then
+        pg_ctlcluster 15 main stop 2>/dev/null || true
+    fi
+fi
+echo "dependencies present"
