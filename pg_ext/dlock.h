@@ -38,7 +38,8 @@ typedef enum DLockOp
 	DLOCK_OP_TRY,				/* grant now or refuse */
 	DLOCK_OP_RELEASE,
 	DLOCK_OP_RENEW,
-	DLOCK_OP_RELEASE_ALL
+	DLOCK_OP_RELEASE_ALL,
+	DLOCK_OP_CONVERT			/* change the mode of a held lock */
 } DLockOp;
 
 typedef enum DLockSlotState

@@ -27,6 +27,7 @@
 
 PG_FUNCTION_INFO_V1(dlock_acquire);
 PG_FUNCTION_INFO_V1(dlock_try_acquire);
+PG_FUNCTION_INFO_V1(dlock_convert);
 PG_FUNCTION_INFO_V1(dlock_release);
 PG_FUNCTION_INFO_V1(dlock_renew);
 PG_FUNCTION_INFO_V1(dlock_release_all);
@@ -505,7 +506,7 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 					 errmsg("lock \"%s\" is already held by this owner in mode %s, which does not include %s",
 							name_for_message(req), dlock_mode_name(reply->count),
 							dlock_mode_name(req->mode)),
-					 errhint("Release it, then acquire it in the mode needed.")));
+					 errhint("Use dlock_convert() to change the mode of a held lock.")));
 			break;
 		default:
 			break;
@@ -564,6 +565,37 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 	if (reply.status == DLOCK_STATUS_REFUSED)
 		PG_RETURN_NULL();
 	elog(ERROR, "unexpected dlock answer %d to try-acquire", (int) reply.status);
+	PG_RETURN_NULL();
+}
+
+Datum
+dlock_convert(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+	int64		timeout_us;
+
+	req.op = DLOCK_OP_CONVERT;
+	arg_name(fcinfo, 0, &req.name, &req.name_len);
+	req.mode = arg_mode(fcinfo, 1);
+	timeout_us = arg_interval_us(fcinfo, 2, "timeout");
+	arg_owner(fcinfo, 3, &req.owner, &req.owner_len);
+	if (timeout_us > 0)
+		req.timeout_at = GetCurrentTimestamp() + timeout_us;
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_GRANTED)
+		PG_RETURN_INT64(reply.token);
+	if (reply.status == DLOCK_STATUS_CANCELED)
+		PG_RETURN_NULL();		/* timed out: the old mode is kept */
+	if (reply.status == DLOCK_STATUS_NOT_HELD)
+		ereport(ERROR,
+				(errcode(ERRCODE_DLOCK_NOT_HELD),
+				 errmsg("lock \"%s\" is not held by this %s",
+						name_for_message(&req), req.owner ? "owner" : "session"),
+				 errhint("Only a held lock can be converted; acquire it first.")));
+	elog(ERROR, "unexpected dlock answer %d to convert", (int) reply.status);
 	PG_RETURN_NULL();
 }
 

@@ -47,10 +47,14 @@ struct DLock
 {
 	char	   *name;
 	dlist_head	holders;		/* DHolder.lock_node */
+	dlist_head	converts;		/* conversions (DWaiter.lock_node): served first */
 	dlist_head	waiters;		/* DWaiter.lock_node, ticket order */
 	int			nheld[DLOCK_NMODES];
+	int			nconverting[DLOCK_NMODES];
 	int			nwaiting[DLOCK_NMODES];
 };
+
+typedef struct DWaiter DWaiter;
 
 typedef struct DHolder
 {
@@ -61,6 +65,9 @@ typedef struct DHolder
 	int			mode;
 	int32		count;
 	int64		token;
+	int64		stored_token;	/* the token its row is stored under */
+	DWaiter    *conversion;		/* its pending up-conversion, if any */
+	bool		notified;		/* told that someone waits behind it */
 	int			pid;			/* the backend that acquired it */
 	TimestampTz backend_start;
 	TimestampTz granted_at;
@@ -71,13 +78,14 @@ typedef struct DHolder
 	DPersist	p;
 } DHolder;
 
-typedef struct DWaiter
+struct DWaiter
 {
 	dlist_node	lock_node;
 	dlist_node	owner_node;
 	DLock	   *lock;
 	DOwner	   *owner;
-	int			mode;
+	DHolder    *holder;			/* a conversion: the holder converting */
+	int			mode;			/* requested, or target of the conversion */
 	int64		ticket;
 	int			slotno;			/* the waiting backend's slot */
 	int			pid;
@@ -86,7 +94,7 @@ typedef struct DWaiter
 	TimestampTz timeout_at;
 	int64		ttl_us;
 	DPersist	p;
-} DWaiter;
+};
 
 /* dlock_store.c: the tables, through SPI inside the caller's transaction */
 extern bool dlock_store_installed(void);
@@ -101,6 +109,7 @@ typedef void (*dlock_held_row_cb) (const char *name, const char *owner,
 								   int64 ttl_us);
 extern void dlock_store_load_held(dlock_held_row_cb cb);
 extern void dlock_store_write(List *holders, List *waiters);
+extern void dlock_store_notify(List *names);
 extern void dlock_store_forget_plans(void);
 
 #endif							/* DLOCK_STATE_H */

@@ -31,6 +31,7 @@ typedef enum StorePlan
 	PLAN_HELD_DELETE,
 	PLAN_QUEUE_INSERT,
 	PLAN_QUEUE_DELETE,
+	PLAN_NOTIFY,
 	NUM_PLANS
 } StorePlan;
 
@@ -45,23 +46,29 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($10::pg_catalog.interval[]))",
 	[PLAN_HELD_UPDATE] =
-	"UPDATE dlock.held h SET count = u.count, expires_at = u.expires_at, ttl = u.ttl"
+	"UPDATE dlock.held h SET count = u.count, expires_at = u.expires_at, ttl = u.ttl,"
+	" token = u.token, mode = u.mode"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.int4[]),"
-	" pg_catalog.unnest($3::pg_catalog.timestamptz[]), pg_catalog.unnest($4::pg_catalog.interval[]))"
-	" AS u(token, count, expires_at, ttl)"
-	" WHERE h.token OPERATOR(pg_catalog.=) u.token",
+	" pg_catalog.unnest($3::pg_catalog.timestamptz[]), pg_catalog.unnest($4::pg_catalog.interval[]),"
+	" pg_catalog.unnest($5::pg_catalog.int8[]), pg_catalog.unnest($6::pg_catalog.text[]))"
+	" AS u(old_token, count, expires_at, ttl, token, mode)"
+	" WHERE h.token OPERATOR(pg_catalog.=) u.old_token",
 	[PLAN_HELD_DELETE] =
 	"DELETE FROM dlock.held WHERE token OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
 	[PLAN_QUEUE_INSERT] =
 	"INSERT INTO dlock.queue (ticket, name, owner, pid, backend_start, mode, since,"
-	" timeout_at, ttl)"
+	" timeout_at, ttl, conversion)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.timestamptz[]),"
-	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.interval[]))",
+	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.interval[]),"
+	" pg_catalog.unnest($10::pg_catalog.bool[]))",
 	[PLAN_QUEUE_DELETE] =
 	"DELETE FROM dlock.queue WHERE ticket OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
+	[PLAN_NOTIFY] =
+	"SELECT pg_catalog.pg_notify('dlock_blocking', n)"
+	" FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n",
 };
 
 static SPIPlanPtr plans[NUM_PLANS];
@@ -326,9 +333,9 @@ dlock_store_write(List *holders, List *waiters)
 	int			nh = list_length(holders);
 	int			nw = list_length(waiters);
 	Column		hi[10];
-	Column		hu[4];
+	Column		hu[6];
 	Column		hd[1];
-	Column		qi[9];
+	Column		qi[10];
 	Column		qd[1];
 	ListCell   *lc;
 
@@ -346,6 +353,8 @@ dlock_store_write(List *holders, List *waiters)
 	column_init(&hu[1], INT4OID, nh);
 	column_init(&hu[2], TIMESTAMPTZOID, nh);
 	column_init(&hu[3], INTERVALOID, nh);
+	column_init(&hu[4], INT8OID, nh);
+	column_init(&hu[5], TEXTOID, nh);
 	column_init(&hd[0], INT8OID, nh);
 
 	foreach(lc, holders)
@@ -355,7 +364,7 @@ dlock_store_write(List *holders, List *waiters)
 		if (h->p.dead)
 		{
 			if (h->p.stored)
-				column_add(&hd[0], Int64GetDatum(h->token), false);
+				column_add(&hd[0], Int64GetDatum(h->stored_token), false);
 		}
 		else if (!h->p.stored)
 		{
@@ -373,10 +382,12 @@ dlock_store_write(List *holders, List *waiters)
 		}
 		else if (h->p.dirty)
 		{
-			column_add(&hu[0], Int64GetDatum(h->token), false);
+			column_add(&hu[0], Int64GetDatum(h->stored_token), false);
 			column_add(&hu[1], Int32GetDatum(h->count), false);
 			column_add(&hu[2], TimestampTzGetDatum(h->expires_at), h->expires_at == 0);
 			column_add(&hu[3], interval_datum(h->ttl_us), h->ttl_us == 0);
+			column_add(&hu[4], Int64GetDatum(h->token), false);
+			column_add(&hu[5], text_datum(dlock_mode_name(h->mode)), false);
 		}
 	}
 
@@ -389,6 +400,7 @@ dlock_store_write(List *holders, List *waiters)
 	column_init(&qi[6], TIMESTAMPTZOID, nw);
 	column_init(&qi[7], TIMESTAMPTZOID, nw);
 	column_init(&qi[8], INTERVALOID, nw);
+	column_init(&qi[9], BOOLOID, nw);
 	column_init(&qd[0], INT8OID, nw);
 
 	foreach(lc, waiters)
@@ -412,6 +424,7 @@ dlock_store_write(List *holders, List *waiters)
 			column_add(&qi[6], TimestampTzGetDatum(w->since), false);
 			column_add(&qi[7], TimestampTzGetDatum(w->timeout_at), w->timeout_at == 0);
 			column_add(&qi[8], interval_datum(w->ttl_us), w->ttl_us == 0);
+			column_add(&qi[9], BoolGetDatum(w->holder != NULL), false);
 		}
 	}
 
@@ -421,9 +434,26 @@ dlock_store_write(List *holders, List *waiters)
 	if (qd[0].n > 0)
 		run_plan(PLAN_QUEUE_DELETE, qd, 1, qd[0].n);
 	if (hu[0].n > 0)
-		run_plan(PLAN_HELD_UPDATE, hu, 4, hu[0].n);
+		run_plan(PLAN_HELD_UPDATE, hu, 6, hu[0].n);
 	if (hi[0].n > 0)
 		run_plan(PLAN_HELD_INSERT, hi, 10, hi[0].n);
 	if (qi[0].n > 0)
-		run_plan(PLAN_QUEUE_INSERT, qi, 9, qi[0].n);
+		run_plan(PLAN_QUEUE_INSERT, qi, 10, qi[0].n);
+}
+
+/*
+ * dlock_store_notify
+ *		NOTIFY dlock_blocking with each lock name (delivered at commit), so
+ *		that holders who LISTEN learn someone waits behind them.
+ */
+void
+dlock_store_notify(List *names)
+{
+	Column		n[1];
+	ListCell   *lc;
+
+	column_init(&n[0], TEXTOID, list_length(names));
+	foreach(lc, names)
+		column_add(&n[0], text_datum(lfirst(lc)), false);
+	run_plan(PLAN_NOTIFY, n, 1, n[0].n);
 }

@@ -129,6 +129,7 @@ static List *touched_waiters;
 static List *maybe_empty_locks;
 static List *maybe_empty_owners;
 static List *grant_scan_locks;	/* locks to look at before the next batch */
+static List *notify_names;		/* locks whose holders are to be told */
 static Outcome *outcomes;
 static List *outcome_slots;
 
@@ -242,6 +243,7 @@ lock_get(const char *name)
 	l = palloc0(sizeof(DLock));
 	l->name = copy;
 	dlist_init(&l->holders);
+	dlist_init(&l->converts);
 	dlist_init(&l->waiters);
 	e->value = l;
 	MemoryContextSwitchTo(old);
@@ -307,6 +309,7 @@ holder_add(DLock *lock, DOwner *owner, int mode, int64 token, int32 count,
 	h->mode = mode;
 	h->count = count;
 	h->token = token;
+	h->stored_token = token;
 	h->pid = pid;
 	h->backend_start = backend_start;
 	h->granted_at = granted_at;
@@ -317,9 +320,19 @@ holder_add(DLock *lock, DOwner *owner, int mode, int64 token, int32 count,
 	return h;
 }
 
+static void waiter_remove(DWaiter *w);
+static void answer(int slotno, DLockStatus status, int64 token,
+				   TimestampTz expires_at, int32 count);
+
 static void
 holder_remove(DHolder *h)
 {
+	/* a conversion still pending ends with the lock it would convert */
+	if (h->conversion)
+	{
+		answer(h->conversion->slotno, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
+		waiter_remove(h->conversion);
+	}
 	dlist_delete(&h->lock_node);
 	dlist_delete(&h->owner_node);
 	h->lock->nheld[h->mode]--;
@@ -353,7 +366,13 @@ waiter_remove(DWaiter *w)
 {
 	dlist_delete(&w->lock_node);
 	dlist_delete(&w->owner_node);
-	w->lock->nwaiting[w->mode]--;
+	if (w->holder)
+	{
+		w->lock->nconverting[w->mode]--;
+		w->holder->conversion = NULL;
+	}
+	else
+		w->lock->nwaiting[w->mode]--;
 	if (slot_waiter[w->slotno] == w)
 		slot_waiter[w->slotno] = NULL;
 	w->p.dead = true;
@@ -383,7 +402,7 @@ waiting_modes(DLock *lock)
 	DLockModeMask m = 0;
 
 	for (int i = 0; i < DLOCK_NMODES; i++)
-		if (lock->nwaiting[i] > 0)
+		if (lock->nwaiting[i] > 0 || lock->nconverting[i] > 0)
 			m |= DLOCK_MODE_BIT(i);
 	return m;
 }
@@ -481,15 +500,53 @@ reacquire(DHolder *h, int slotno, int mode, int64 ttl_us, TimestampTz now)
 }
 
 /*
+ * convert_holder
+ *		Give the holder a new mode.  Going up is a new grant: it gets a new
+ *		token, so a former reader cannot come back as a writer with a token
+ *		older than another reader's.
+ */
+static void
+convert_holder(DHolder *h, int mode)
+{
+	bool		up = !dlock_mode_covers(h->mode, mode);
+
+	h->lock->nheld[h->mode]--;
+	h->mode = mode;
+	h->lock->nheld[mode]++;
+	if (up)
+		h->token = take_ticket();
+	batch_durable = true;
+	h->p.dirty = true;
+	touch_holder(h);
+}
+
+/*
  * grant_waiters
- *		Grant, in ticket order, every waiter compatible with the holders and
- *		with every request still queued before it.
+ *		Grant pending conversions first, in order, each compatible with the
+ *		other holders and the conversions before it; then, in ticket order,
+ *		every waiter compatible with the holders, with the conversions still
+ *		pending, and with every request still queued before it.
  */
 static void
 grant_waiters(DLock *lock, TimestampTz now)
 {
 	DLockModeMask ahead = 0;
 	dlist_mutable_iter it;
+
+	dlist_foreach_modify(it, &lock->converts)
+	{
+		DWaiter    *c = dlist_container(DWaiter, lock_node, it.cur);
+		DHolder    *h = c->holder;
+
+		if (compatible(c->mode, ahead) && compatible(c->mode, held_modes(lock, h)))
+		{
+			convert_holder(h, c->mode);
+			answer(c->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
+			waiter_remove(c);
+		}
+		else
+			ahead |= DLOCK_MODE_BIT(c->mode);
+	}
 
 	dlist_foreach_modify(it, &lock->waiters)
 	{
@@ -575,14 +632,52 @@ withdraw_waiter(DWaiter *w, TimestampTz now)
 	grant_waiters(lock, now);
 }
 
-/* Queue the request at the tail of the lock's queue with a new ticket. */
+/*
+ * notify_holders
+ *		Tell conflicting holders, once each until the lock changes hands,
+ *		that a request waits behind them (NOTIFY dlock_blocking, name).
+ */
+static void
+notify_holders(DLock *lock, DOwner *owner, int mode)
+{
+	dlist_iter	it;
+	bool		wanted = false;
+
+	dlist_foreach(it, &lock->holders)
+	{
+		DHolder    *h = dlist_container(DHolder, lock_node, it.cur);
+
+		if (h->owner != owner && !h->notified &&
+			!compatible(mode, DLOCK_MODE_BIT(h->mode)))
+		{
+			h->notified = true;
+			wanted = true;
+		}
+	}
+	/* NOTIFY payloads are shorter than 8000 bytes */
+	if (wanted && strlen(lock->name) < 8000 &&
+		!list_member_ptr(notify_names, lock->name))
+	{
+		MemoryContext old = MemoryContextSwitchTo(batch_cxt);
+
+		notify_names = lappend(notify_names, pstrdup(lock->name));
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * enqueue
+ *		Queue the request with a new ticket: at the tail of the lock's queue,
+ *		or, for a conversion of 'holder', at the tail of its conversions.
+ */
 static DWaiter *
-enqueue(Request *r, DOwner *owner, DLock *lock, TimestampTz now)
+enqueue(Request *r, DOwner *owner, DLock *lock, DHolder *holder, TimestampTz now)
 {
 	DWaiter    *w = MemoryContextAllocZero(state_cxt, sizeof(DWaiter));
 
 	w->lock = lock;
 	w->owner = owner;
+	w->holder = holder;
 	w->mode = r->mode;
 	w->ticket = take_ticket();
 	w->slotno = r->slotno;
@@ -591,12 +686,22 @@ enqueue(Request *r, DOwner *owner, DLock *lock, TimestampTz now)
 	w->since = now;
 	w->timeout_at = r->timeout_at;
 	w->ttl_us = r->ttl_us;
-	dlist_push_tail(&lock->waiters, &w->lock_node);
+	if (holder)
+	{
+		dlist_push_tail(&lock->converts, &w->lock_node);
+		lock->nconverting[w->mode]++;
+		holder->conversion = w;
+	}
+	else
+	{
+		dlist_push_tail(&lock->waiters, &w->lock_node);
+		lock->nwaiting[w->mode]++;
+	}
 	dlist_push_tail(&owner->waiters, &w->owner_node);
-	lock->nwaiting[w->mode]++;
 	slot_waiter[r->slotno] = w;
 	touch_waiter(w);
 	outcome_of(r->slotno)->queued = true;
+	notify_holders(lock, owner, w->mode);
 	return w;
 }
 
@@ -641,6 +746,18 @@ for_each_blocker(DWaiter *w, blocker_fn fn, void *arg)
 		if (h->owner != w->owner &&
 			!compatible(w->mode, DLOCK_MODE_BIT(h->mode)) &&
 			fn(h->owner, h->pid, true, arg))
+			return true;
+	}
+	/* conversions come before every waiter, and in their own order */
+	dlist_foreach(it, &w->lock->converts)
+	{
+		DWaiter    *x = dlist_container(DWaiter, lock_node, it.cur);
+
+		if (x == w)
+			return false;
+		if (x->owner != w->owner &&
+			!compatible(w->mode, DLOCK_MODE_BIT(x->mode)) &&
+			fn(x->owner, x->pid, false, arg))
 			return true;
 	}
 	dlist_foreach(it, &w->lock->waiters)
@@ -770,7 +887,7 @@ do_acquire(Request *r, TimestampTz now)
 		answer(r->slotno, DLOCK_STATUS_REFUSED, 0, 0, 0);
 	else
 	{
-		DWaiter    *w = enqueue(r, owner, lock, now);
+		DWaiter    *w = enqueue(r, owner, lock, NULL, now);
 		char	   *cycle = deadlock_cycle(w);
 
 		if (cycle)
@@ -835,6 +952,57 @@ do_renew(Request *r, TimestampTz now)
 	answer(r->slotno, DLOCK_STATUS_RENEWED, h->token, h->expires_at, h->count);
 }
 
+/*
+ * do_convert
+ *		Change the mode of a held lock.  Down (or to a mode the held one
+ *		includes) is immediate and may let waiters in.  Up waits, ahead of
+ *		every new request, until compatible with the other holders and the
+ *		conversions queued before it; the holder keeps its old mode meanwhile.
+ */
+static void
+do_convert(Request *r, TimestampTz now)
+{
+	DHolder    *h = find_holder(r);
+	DLock	   *lock;
+
+	if (h == NULL)
+	{
+		answer(r->slotno, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
+		return;
+	}
+	lock = h->lock;
+	if (h->conversion)
+	{
+		answer_error(r->slotno, DLOCK_STATUS_ERROR,
+					 "a conversion of this lock by this owner is already waiting");
+		return;
+	}
+	if (dlock_mode_covers(h->mode, r->mode))
+	{
+		convert_holder(h, r->mode);
+		answer(r->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
+		grant_waiters(lock, now);
+		return;
+	}
+	if (compatible(r->mode, held_modes(lock, h)) &&
+		dlist_is_empty(&lock->converts))
+	{
+		convert_holder(h, r->mode);
+		answer(r->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
+		return;
+	}
+	{
+		DWaiter    *c = enqueue(r, h->owner, lock, h, now);
+		char	   *cycle = deadlock_cycle(c);
+
+		if (cycle)
+		{
+			withdraw_waiter(c, now);
+			answer_error(r->slotno, DLOCK_STATUS_DEADLOCK, cycle);
+		}
+	}
+}
+
 static void
 do_release_all(Request *r, TimestampTz now)
 {
@@ -861,6 +1029,9 @@ execute(Request *r, TimestampTz now)
 			break;
 		case DLOCK_OP_RELEASE_ALL:
 			do_release_all(r, now);
+			break;
+		case DLOCK_OP_CONVERT:
+			do_convert(r, now);
 			break;
 		default:
 			answer_error(r->slotno, DLOCK_STATUS_ERROR, "unknown request");
@@ -1089,6 +1260,7 @@ settle(void)
 			h->p.stored = true;
 			h->p.dirty = false;
 			h->p.listed = false;
+			h->stored_token = h->token;
 		}
 	}
 	foreach(lc, touched_waiters)
@@ -1149,6 +1321,7 @@ batch_begin(void)
 	maybe_empty_locks = NIL;
 	maybe_empty_owners = NIL;
 	outcome_slots = NIL;
+	notify_names = NIL;
 	ticket_hi_dirty = false;
 	batch_durable = false;
 	for (int i = 0; i < dlock_shared->nslots; i++)
@@ -1185,6 +1358,8 @@ store_batch(void)
 		dlock_store_save_counter(ticket_hi);
 	if (touched_holders != NIL || touched_waiters != NIL)
 		dlock_store_write(touched_holders, touched_waiters);
+	if (notify_names != NIL)
+		dlock_store_notify(notify_names);
 }
 
 /* ---------------------------------------------------------------------
@@ -1335,7 +1510,7 @@ reload(void)
 		if (slot->pid != 0 && !slot->session_ended &&
 			slot->state == DLOCK_SLOT_ACCEPTED)
 		{
-			if (slot->ticket != 0 && !slot->cancel)
+			if (slot->ticket != 0 && !slot->cancel && slot->op != DLOCK_OP_CONVERT)
 			{
 				Adopted    *a = palloc(sizeof(Adopted));
 
@@ -1356,7 +1531,7 @@ reload(void)
 		Request    *r = a->req;
 		DOwner	   *owner = owner_get(r->owner, r->pid, r->session_start);
 		DLock	   *lock = lock_get(r->name);
-		enqueue(r, owner, lock, now);
+		enqueue(r, owner, lock, NULL, now);
 		{
 			MemoryContext old = MemoryContextSwitchTo(state_cxt);
 
@@ -1481,7 +1656,8 @@ run_batch(void)
 	foreach(lc, fresh)
 		execute(lfirst(lc), now);
 
-	if (touched_holders != NIL || touched_waiters != NIL || ticket_hi_dirty)
+	if (touched_holders != NIL || touched_waiters != NIL || ticket_hi_dirty ||
+		notify_names != NIL)
 	{
 		xact_begin();
 		store_batch();

@@ -47,7 +47,8 @@ CREATE TABLE dlock.queue (
     mode           text        NOT NULL,
     since          timestamptz NOT NULL,
     timeout_at     timestamptz,
-    ttl            interval
+    ttl            interval,
+    conversion     boolean     NOT NULL DEFAULT false  -- a holder's up-conversion
 );
 
 -- Tickets below hi may have been handed out: a restarted worker starts at hi.
@@ -61,13 +62,15 @@ REVOKE ALL ON dlock.held, dlock.queue, dlock.ticket_counter FROM PUBLIC;
 CREATE VIEW dlock.locks AS
 SELECT h.name, h.mode, true AS granted, NULL::integer AS position,
        h.owner, h.pid, h.backend_start, h.token, h.count,
-       h.granted_at AS since, h.expires_at, NULL::timestamptz AS timeout_at
+       h.granted_at AS since, h.expires_at, NULL::timestamptz AS timeout_at,
+       false AS conversion
   FROM dlock.held h
 UNION ALL
 SELECT q.name, q.mode, false,
-       (pg_catalog.row_number() OVER (PARTITION BY q.name ORDER BY q.ticket))::integer,
+       (pg_catalog.row_number() OVER (PARTITION BY q.name
+                                      ORDER BY q.conversion DESC, q.ticket))::integer,
        q.owner, q.pid, q.backend_start, q.ticket, NULL::integer,
-       q.since, NULL::timestamptz, q.timeout_at
+       q.since, NULL::timestamptz, q.timeout_at, q.conversion
   FROM dlock.queue q;
 
 COMMENT ON VIEW dlock.locks IS 'dlock holders (granted) and waiters (queue position), joinable with pg_stat_activity on pid and backend_start';
@@ -94,6 +97,16 @@ AS 'MODULE_PATHNAME', 'dlock_try_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION dlock_try_acquire(text, text, interval, text) IS
     'take a named lock only if that needs no wait and overtakes no one; fencing token or NULL';
+
+CREATE FUNCTION dlock_convert(name text,
+                              mode text,
+                              timeout interval DEFAULT NULL,
+                              owner text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_convert'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_convert(text, text, interval, text) IS
+    'change the mode of a held lock; an up-conversion waits ahead of new requests and gets a new token; NULL on timeout';
 
 CREATE FUNCTION dlock_release(name text, owner text DEFAULT NULL)
 RETURNS boolean

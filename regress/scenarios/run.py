@@ -13,6 +13,7 @@ A scenario file (*.scen) is a list of steps, one per line:
     wait s1                  until s1 has a request queued in dlock.locks
     await s1                 collect and print the result of s1's pending SQL
     locks                    print dlock.locks, pids shown as session names
+    notifies s1              print the notifications s1 has received
     sleep SECONDS
     cancel s1 | terminate s1 pg_cancel_backend / pg_terminate_backend
     disconnect s1            close the connection (s1 must not be busy)
@@ -143,9 +144,9 @@ class Scenario:
             self.emit(self.sessions[args[0]].collect())
         elif cmd == "locks":
             rows = self.observe(
-                "SELECT name, mode, granted, position, owner, pid, count"
+                "SELECT name, mode, granted, position, owner, pid, count, conversion"
                 "  FROM dlock.locks ORDER BY name, granted DESC, position, token")
-            for name, mode, granted, pos, owner, pid, count in rows:
+            for name, mode, granted, pos, owner, pid, count, conversion in rows:
                 who = "pid %d" % pid
                 for s in self.sessions.values():
                     if s.pid == pid:
@@ -154,11 +155,18 @@ class Scenario:
                     desc = "%s %s held by %s%s count %d" % (
                         name, mode, who, " key " + owner if owner else "", count)
                 else:
-                    desc = "%s %s waiting #%d: %s%s" % (
-                        name, mode, pos, who, " key " + owner if owner else "")
+                    desc = "%s %s %s #%d: %s%s" % (
+                        name, mode, "converting" if conversion else "waiting", pos, who,
+                        " key " + owner if owner else "")
                 self.emit([desc])
             if not rows:
                 self.emit(["(no locks)"])
+        elif cmd == "notifies":
+            s = self.sessions[args[0]]
+            s.conn.poll()
+            got = ["NOTIFY %s: %s" % (n.channel, n.payload) for n in s.conn.notifies]
+            del s.conn.notifies[:]
+            self.emit(got or ["(none)"])
         elif cmd == "sleep":
             time.sleep(float(args[0]))
         elif cmd in ("cancel", "terminate"):
