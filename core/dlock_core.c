@@ -99,12 +99,59 @@ dlock_mode_name(int mode)
 DLockCheck
 dlock_check_name(const char *name, size_t len, size_t max_len)
 {
-	(void) name;
 	if (len == 0)
 		return DLOCK_CHECK_EMPTY;
 	if (len > max_len)
 		return DLOCK_CHECK_TOO_LONG;
+	if (dlock_name_is_path(name, len))
+	{
+		if (name[len - 1] == '/')
+			return len == 1 ? DLOCK_CHECK_EMPTY_SEGMENT : DLOCK_CHECK_TRAILING_SLASH;
+		for (size_t i = 1; i < len; i++)
+			if (name[i] == '/' && name[i - 1] == '/')
+				return DLOCK_CHECK_EMPTY_SEGMENT;
+	}
 	return DLOCK_CHECK_OK;
+}
+
+bool
+dlock_name_is_path(const char *name, size_t len)
+{
+	return len > 0 && name[0] == '/';
+}
+
+int
+dlock_intention_mode(int mode)
+{
+	switch (mode)
+	{
+		case DLOCK_MODE_CR:
+		case DLOCK_MODE_PR:
+			return DLOCK_MODE_CR;
+		case DLOCK_MODE_CW:
+		case DLOCK_MODE_PW:
+		case DLOCK_MODE_EX:
+			return DLOCK_MODE_CW;
+		default:
+			return DLOCK_MODE_INVALID;
+	}
+}
+
+int
+dlock_path_ancestor_lengths(const char *name, size_t len, size_t *out, int max_out)
+{
+	int			n = 0;
+
+	if (!dlock_name_is_path(name, len))
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if (name[i] == '/')
+		{
+			if (n < max_out)
+				out[n] = i;
+			n++;
+		}
+	return n;
 }
 
 /* Owner keys are printable: they show up in views and logs. */

@@ -55,8 +55,26 @@ typedef enum DLockCheck
 	DLOCK_CHECK_OK = 0,
 	DLOCK_CHECK_EMPTY,
 	DLOCK_CHECK_TOO_LONG,
-	DLOCK_CHECK_BAD_CHAR
+	DLOCK_CHECK_BAD_CHAR,
+	DLOCK_CHECK_EMPTY_SEGMENT,	/* a path with "//" or a lone "/" */
+	DLOCK_CHECK_TRAILING_SLASH	/* a path ending in "/" */
 } DLockCheck;
+
+/*
+ * Hierarchical names: a name starting with '/' is a path.  Locking a path in
+ * a mode takes the intention mode on each proper ancestor: CR under CR and
+ * PR, CW under CW, PW and EX, nothing under NL.
+ */
+extern bool dlock_name_is_path(const char *name, size_t len);
+extern int	dlock_intention_mode(int mode);	/* DLOCK_MODE_INVALID: none */
+
+/*
+ * dlock_path_ancestor_lengths
+ *		Lengths of the proper ancestors of a path, shortest first ("/a/b/c":
+ *		2, 4); returns how many (at most max_out are stored).
+ */
+extern int	dlock_path_ancestor_lengths(const char *name, size_t len,
+										size_t *out, int max_out);
 
 /* Longest owner key in bytes. */
 #define DLOCK_MAX_OWNER_LEN 255

@@ -106,6 +106,32 @@ main(void)
 		CHECK(dlock_check_owner(big, DLOCK_MAX_OWNER_LEN + 1) == DLOCK_CHECK_TOO_LONG);
 	}
 
+	/* paths */
+	CHECK(dlock_check_name("/a/b", 4, 1024) == DLOCK_CHECK_OK);
+	CHECK(dlock_check_name("a//b", 4, 1024) == DLOCK_CHECK_OK);	/* flat: anything */
+	CHECK(dlock_check_name("/", 1, 1024) == DLOCK_CHECK_EMPTY_SEGMENT);
+	CHECK(dlock_check_name("/a//b", 5, 1024) == DLOCK_CHECK_EMPTY_SEGMENT);
+	CHECK(dlock_check_name("//a", 3, 1024) == DLOCK_CHECK_EMPTY_SEGMENT);
+	CHECK(dlock_check_name("/a/", 3, 1024) == DLOCK_CHECK_TRAILING_SLASH);
+	CHECK(dlock_name_is_path("/x", 2) && !dlock_name_is_path("x/", 2));
+	{
+		size_t		lens[4];
+
+		CHECK(dlock_path_ancestor_lengths("/a/b/c", 6, lens, 4) == 2);
+		CHECK(lens[0] == 2 && lens[1] == 4);
+		CHECK(dlock_path_ancestor_lengths("/abc", 4, lens, 4) == 0);
+		CHECK(dlock_path_ancestor_lengths("a/b", 3, lens, 4) == 0);
+		CHECK(dlock_path_ancestor_lengths("/a/b/c/d", 8, lens, 1) == 3);
+	}
+	CHECK(dlock_intention_mode(DLOCK_MODE_PR) == DLOCK_MODE_CR);
+	CHECK(dlock_intention_mode(DLOCK_MODE_CR) == DLOCK_MODE_CR);
+	CHECK(dlock_intention_mode(DLOCK_MODE_CW) == DLOCK_MODE_CW);
+	CHECK(dlock_intention_mode(DLOCK_MODE_PW) == DLOCK_MODE_CW);
+	CHECK(dlock_intention_mode(DLOCK_MODE_EX) == DLOCK_MODE_CW);
+	CHECK(dlock_intention_mode(DLOCK_MODE_NL) == DLOCK_MODE_INVALID);
+	/* an intention never conflicts with the same intention */
+	CHECK(!(dlock_mode_conflicts(DLOCK_MODE_CW) & DLOCK_MODE_BIT(DLOCK_MODE_CW)));
+
 	printf("core: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

@@ -218,6 +218,12 @@ get_name(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 			fail(error, is_null, DLOCK_ER_ARGS,
 				 "%s: lock name must not be empty%s", req->fn, "");
 			return -1;
+		case DLOCK_CHECK_EMPTY_SEGMENT:
+		case DLOCK_CHECK_TRAILING_SLASH:
+			fail(error, is_null, DLOCK_ER_ARGS,
+				 "%s: a name starting with '/' is a path and must not have an empty segment or a trailing '/'%s",
+				 req->fn, "");
+			return -1;
 		default:
 			fail(error, is_null, DLOCK_ER_TOO_LONG,
 				 "%s: lock name is longer than %s bytes", req->fn, "1024");

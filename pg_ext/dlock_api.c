@@ -33,7 +33,11 @@ PG_FUNCTION_INFO_V1(dlock_renew);
 PG_FUNCTION_INFO_V1(dlock_release_all);
 PG_FUNCTION_INFO_V1(dlock_new_owner);
 
-/* How often a waiting backend looks whether the worker is still there. */
+/*
+ * Longest sleep of a waiting backend between looks at its slot.  The worker
+ * sets our latch when it answers and interrupts set it too, so this is only
+ * a safety net; it does not poll the tables.
+ */
 #define DLOCK_WORKER_CHECK_MS 1000
 
 typedef struct DLockRequest
@@ -349,6 +353,13 @@ arg_name(FunctionCallInfo fcinfo, int argno, const char **name, int *len)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("lock name must not be empty")));
 			break;
+		case DLOCK_CHECK_EMPTY_SEGMENT:
+		case DLOCK_CHECK_TRAILING_SLASH:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("malformed path \"%s\"", pnstrdup(*name, *len)),
+					 errdetail("A name starting with \"/\" is a path; its segments must not be empty and it must not end in \"/\".")));
+			break;
 		case DLOCK_CHECK_TOO_LONG:
 		case DLOCK_CHECK_BAD_CHAR:
 			ereport(ERROR,
@@ -456,6 +467,7 @@ arg_owner(FunctionCallInfo fcinfo, int argno, const char **owner, int *len)
 							   *len, DLOCK_MAX_OWNER_LEN)));
 			break;
 		case DLOCK_CHECK_BAD_CHAR:
+		default:
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("owner key must not contain control characters")));
@@ -485,6 +497,11 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("dlock lock manager is not ready: %s", reply->errmsg),
 					 errhint("Run CREATE EXTENSION dlock in the database named by dlock.database.")));
+			break;
+		case DLOCK_STATUS_UNSUPPORTED:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s", reply->errmsg)));
 			break;
 		case DLOCK_STATUS_WITHDRAWN:
 			ereport(ERROR,

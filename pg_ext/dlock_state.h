@@ -56,6 +56,13 @@ struct DLock
 
 typedef struct DWaiter DWaiter;
 
+/* The parts of one request that must be granted together. */
+typedef struct DGroup
+{
+	DWaiter    *explicit_part;	/* the named lock; the rest are intentions */
+	List	   *parts;			/* every part, the explicit one first */
+} DGroup;
+
 typedef struct DHolder
 {
 	dlist_node	lock_node;
@@ -68,6 +75,7 @@ typedef struct DHolder
 	int64		stored_token;	/* the token its row is stored under */
 	DWaiter    *conversion;		/* its pending up-conversion, if any */
 	bool		notified;		/* told that someone waits behind it */
+	bool		implied;		/* an intention held for locks below it */
 	int			pid;			/* the backend that acquired it */
 	TimestampTz backend_start;
 	TimestampTz granted_at;
@@ -85,6 +93,8 @@ struct DWaiter
 	DLock	   *lock;
 	DOwner	   *owner;
 	DHolder    *holder;			/* a conversion: the holder converting */
+	DGroup	   *group;			/* a part of a request on several locks */
+	bool		implied;		/* an intention part of a path request */
 	int			mode;			/* requested, or target of the conversion */
 	int64		ticket;
 	int			slotno;			/* the waiting backend's slot */
@@ -106,7 +116,7 @@ typedef void (*dlock_held_row_cb) (const char *name, const char *owner,
 								   int pid, TimestampTz backend_start,
 								   int mode, int32 count, int64 token,
 								   TimestampTz granted_at, TimestampTz expires_at,
-								   int64 ttl_us);
+								   int64 ttl_us, bool implied);
 extern void dlock_store_load_held(dlock_held_row_cb cb);
 extern void dlock_store_write(List *holders, List *waiters);
 extern void dlock_store_notify(List *names);

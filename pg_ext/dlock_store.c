@@ -38,13 +38,13 @@ typedef enum StorePlan
 static const char *const plan_sql[NUM_PLANS] = {
 	[PLAN_HELD_INSERT] =
 	"INSERT INTO dlock.held (token, name, owner, pid, backend_start, mode, count,"
-	" granted_at, expires_at, ttl)"
+	" granted_at, expires_at, ttl, implied)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.int4[]),"
 	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.timestamptz[]),"
-	" pg_catalog.unnest($10::pg_catalog.interval[]))",
+	" pg_catalog.unnest($10::pg_catalog.interval[]), pg_catalog.unnest($11::pg_catalog.bool[]))",
 	[PLAN_HELD_UPDATE] =
 	"UPDATE dlock.held h SET count = u.count, expires_at = u.expires_at, ttl = u.ttl,"
 	" token = u.token, mode = u.mode"
@@ -57,13 +57,13 @@ static const char *const plan_sql[NUM_PLANS] = {
 	"DELETE FROM dlock.held WHERE token OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
 	[PLAN_QUEUE_INSERT] =
 	"INSERT INTO dlock.queue (ticket, name, owner, pid, backend_start, mode, since,"
-	" timeout_at, ttl, conversion)"
+	" timeout_at, ttl, conversion, implied)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.interval[]),"
-	" pg_catalog.unnest($10::pg_catalog.bool[]))",
+	" pg_catalog.unnest($10::pg_catalog.bool[]), pg_catalog.unnest($11::pg_catalog.bool[]))",
 	[PLAN_QUEUE_DELETE] =
 	"DELETE FROM dlock.queue WHERE ticket OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
 	[PLAN_NOTIFY] =
@@ -273,7 +273,7 @@ dlock_store_load_held(dlock_held_row_cb cb)
 	SPIPlanPtr	plan;
 
 	plan = SPI_prepare("SELECT token, name, owner, pid, backend_start, mode, count,"
-					   " granted_at, expires_at, ttl FROM dlock.held", 0, NULL);
+					   " granted_at, expires_at, ttl, implied FROM dlock.held", 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
@@ -286,13 +286,13 @@ dlock_store_load_held(dlock_held_row_cb cb)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[i];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull[10];
-			Datum		v[10];
+			bool		isnull[11];
+			Datum		v[11];
 			char	   *name;
 			char	   *owner;
 			char	   *mode;
 
-			for (int c = 0; c < 10; c++)
+			for (int c = 0; c < 11; c++)
 				v[c] = SPI_getbinval(tup, desc, c + 1, &isnull[c]);
 			name = TextDatumGetCString(v[1]);
 			owner = isnull[2] ? NULL : TextDatumGetCString(v[2]);
@@ -302,7 +302,8 @@ dlock_store_load_held(dlock_held_row_cb cb)
 			   mode_from_name(mode), DatumGetInt32(v[6]), DatumGetInt64(v[0]),
 			   DatumGetTimestampTz(v[7]),
 			   isnull[8] ? 0 : DatumGetTimestampTz(v[8]),
-			   isnull[9] ? 0 : interval_us(v[9]));
+			   isnull[9] ? 0 : interval_us(v[9]),
+			   DatumGetBool(v[10]));
 			pfree(name);
 			pfree(mode);
 			if (owner)
@@ -332,10 +333,10 @@ dlock_store_write(List *holders, List *waiters)
 {
 	int			nh = list_length(holders);
 	int			nw = list_length(waiters);
-	Column		hi[10];
+	Column		hi[11];
 	Column		hu[6];
 	Column		hd[1];
-	Column		qi[10];
+	Column		qi[11];
 	Column		qd[1];
 	ListCell   *lc;
 
@@ -349,6 +350,7 @@ dlock_store_write(List *holders, List *waiters)
 	column_init(&hi[7], TIMESTAMPTZOID, nh);
 	column_init(&hi[8], TIMESTAMPTZOID, nh);
 	column_init(&hi[9], INTERVALOID, nh);
+	column_init(&hi[10], BOOLOID, nh);
 	column_init(&hu[0], INT8OID, nh);
 	column_init(&hu[1], INT4OID, nh);
 	column_init(&hu[2], TIMESTAMPTZOID, nh);
@@ -379,6 +381,7 @@ dlock_store_write(List *holders, List *waiters)
 			column_add(&hi[7], TimestampTzGetDatum(h->granted_at), false);
 			column_add(&hi[8], TimestampTzGetDatum(h->expires_at), h->expires_at == 0);
 			column_add(&hi[9], interval_datum(h->ttl_us), h->ttl_us == 0);
+			column_add(&hi[10], BoolGetDatum(h->implied), false);
 		}
 		else if (h->p.dirty)
 		{
@@ -401,6 +404,7 @@ dlock_store_write(List *holders, List *waiters)
 	column_init(&qi[7], TIMESTAMPTZOID, nw);
 	column_init(&qi[8], INTERVALOID, nw);
 	column_init(&qi[9], BOOLOID, nw);
+	column_init(&qi[10], BOOLOID, nw);
 	column_init(&qd[0], INT8OID, nw);
 
 	foreach(lc, waiters)
@@ -425,6 +429,7 @@ dlock_store_write(List *holders, List *waiters)
 			column_add(&qi[7], TimestampTzGetDatum(w->timeout_at), w->timeout_at == 0);
 			column_add(&qi[8], interval_datum(w->ttl_us), w->ttl_us == 0);
 			column_add(&qi[9], BoolGetDatum(w->holder != NULL), false);
+			column_add(&qi[10], BoolGetDatum(w->implied), false);
 		}
 	}
 
@@ -436,9 +441,9 @@ dlock_store_write(List *holders, List *waiters)
 	if (hu[0].n > 0)
 		run_plan(PLAN_HELD_UPDATE, hu, 6, hu[0].n);
 	if (hi[0].n > 0)
-		run_plan(PLAN_HELD_INSERT, hi, 10, hi[0].n);
+		run_plan(PLAN_HELD_INSERT, hi, 11, hi[0].n);
 	if (qi[0].n > 0)
-		run_plan(PLAN_QUEUE_INSERT, qi, 10, qi[0].n);
+		run_plan(PLAN_QUEUE_INSERT, qi, 11, qi[0].n);
 }
 
 /*

@@ -355,7 +355,23 @@ holder_of(DLock *lock, DOwner *owner)
 	{
 		DHolder    *h = dlist_container(DHolder, lock_node, it.cur);
 
-		if (h->owner == owner)
+		if (h->owner == owner && !h->implied)
+			return h;
+	}
+	return NULL;
+}
+
+/* The owner's intention entry of the given mode on the lock, if any. */
+static DHolder *
+implied_of(DLock *lock, DOwner *owner, int mode)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &lock->holders)
+	{
+		DHolder    *h = dlist_container(DHolder, lock_node, it.cur);
+
+		if (h->owner == owner && h->implied && h->mode == mode)
 			return h;
 	}
 	return NULL;
@@ -380,18 +396,19 @@ waiter_remove(DWaiter *w)
 	note_maybe_empty(w->lock, w->owner);
 }
 
-/* Modes held on the lock by owners other than 'except'. */
+/* Modes held on the lock by owners other than 'owner' (all entries). */
 static DLockModeMask
-held_modes(DLock *lock, DHolder *except)
+others_held(DLock *lock, DOwner *owner)
 {
 	DLockModeMask m = 0;
+	dlist_iter	it;
 
-	for (int i = 0; i < DLOCK_NMODES; i++)
+	dlist_foreach(it, &lock->holders)
 	{
-		int			n = lock->nheld[i] - (except && except->mode == i ? 1 : 0);
+		DHolder    *h = dlist_container(DHolder, lock_node, it.cur);
 
-		if (n > 0)
-			m |= DLOCK_MODE_BIT(i);
+		if (h->owner != owner)
+			m |= DLOCK_MODE_BIT(h->mode);
 	}
 	return m;
 }
@@ -520,6 +537,180 @@ convert_holder(DHolder *h, int mode)
 	touch_holder(h);
 }
 
+/* ---------------------------------------------------------------------
+ * Paths: a lock on /a/b/c takes intention locks on /a and /a/b
+ * --------------------------------------------------------------------- */
+
+#define DLOCK_MAX_DEPTH 256
+
+/* Ancestors of a path name, shortest first, as lock names (palloc'd). */
+static int
+path_ancestors(const char *name, char **out)
+{
+	size_t		lens[DLOCK_MAX_DEPTH];
+	int			n = dlock_path_ancestor_lengths(name, strlen(name), lens, DLOCK_MAX_DEPTH);
+
+	n = Min(n, DLOCK_MAX_DEPTH);
+	for (int i = 0; i < n; i++)
+		out[i] = pnstrdup(name, lens[i]);
+	return n;
+}
+
+/* Take one more intention of the owner on the lock. */
+static void
+implied_add(DLock *lock, DOwner *owner, int mode, int pid,
+			TimestampTz backend_start, TimestampTz now)
+{
+	DHolder    *h = implied_of(lock, owner, mode);
+
+	if (h)
+	{
+		h->count++;
+		h->p.dirty = true;
+	}
+	else
+	{
+		h = holder_add(lock, owner, mode, take_ticket(), 1, pid, backend_start, now);
+		h->implied = true;
+	}
+	touch_holder(h);
+}
+
+static List *scan_locks;		/* locks to run grant_waiters on, this batch */
+
+static void
+scan_later(DLock *lock)
+{
+	MemoryContext old = MemoryContextSwitchTo(batch_cxt);
+
+	scan_locks = lappend(scan_locks, lock);
+	MemoryContextSwitchTo(old);
+}
+
+/* Drop one intention; returns true if that freed the entry. */
+static void
+implied_drop(DLock *lock, DOwner *owner, int mode)
+{
+	DHolder    *h = implied_of(lock, owner, mode);
+
+	if (h == NULL)
+		return;
+	if (--h->count > 0)
+	{
+		h->p.dirty = true;
+		touch_holder(h);
+	}
+	else
+		holder_remove(h);
+	scan_later(lock);
+}
+
+/* Could this part be granted now, looking at its own lock only? */
+static bool
+part_grantable(DWaiter *x)
+{
+	DLockModeMask ahead = 0;
+	dlist_iter	it;
+
+	dlist_foreach(it, &x->lock->converts)
+		ahead |= DLOCK_MODE_BIT(dlist_container(DWaiter, lock_node, it.cur)->mode);
+	dlist_foreach(it, &x->lock->waiters)
+	{
+		DWaiter    *y = dlist_container(DWaiter, lock_node, it.cur);
+
+		if (y == x)
+			break;
+		ahead |= DLOCK_MODE_BIT(y->mode);
+	}
+	return compatible(x->mode, ahead) &&
+		compatible(x->mode, others_held(x->lock, x->owner));
+}
+
+static bool
+group_grantable(DGroup *g, DWaiter *checked)
+{
+	ListCell   *lc;
+
+	foreach(lc, g->parts)
+	{
+		DWaiter    *x = lfirst(lc);
+
+		if (x != checked && !part_grantable(x))
+			return false;
+	}
+	return true;
+}
+
+static void reacquire(DHolder *h, int slotno, int mode, int64 ttl_us, TimestampTz now);
+static void grant_waiters(DLock *lock, TimestampTz now);
+
+/*
+ * grant_group
+ *		Grant every part of a path request at once: the named lock and one
+ *		more intention on each ancestor.  The other locks it touched are
+ *		looked at again afterwards.
+ */
+static void
+grant_group(DGroup *g, TimestampTz now)
+{
+	DWaiter    *e = g->explicit_part;
+	DHolder    *own = holder_of(e->lock, e->owner);
+	ListCell   *lc;
+
+	if (own)
+		reacquire(own, e->slotno, e->mode, e->ttl_us, now);	/* no new intentions */
+	else
+	{
+		DHolder    *h = holder_add(e->lock, e->owner, e->mode, e->ticket, 1,
+								   e->pid, e->backend_start, now);
+
+		holder_set_lease(h, e->ttl_us, now);
+		touch_holder(h);
+		answer(e->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, 1);
+		foreach(lc, g->parts)
+		{
+			DWaiter    *x = lfirst(lc);
+
+			if (x->implied)
+				implied_add(x->lock, x->owner, x->mode, x->pid, x->backend_start, now);
+		}
+	}
+	foreach(lc, g->parts)
+	{
+		DWaiter    *x = lfirst(lc);
+
+		if (x != e)
+			scan_later(x->lock);
+		x->group = NULL;
+		waiter_remove(x);
+	}
+}
+
+/*
+ * release_explicit
+ *		Free a named lock the owner no longer holds at all, with the
+ *		intentions it held on the ancestors of a path, and hand them on.
+ */
+static void
+release_explicit(DHolder *h, TimestampTz now)
+{
+	DLock	   *lock = h->lock;
+	DOwner	   *owner = h->owner;
+	int			intention = dlock_intention_mode(h->mode);
+	char	   *anc[DLOCK_MAX_DEPTH];
+	int			n = path_ancestors(lock->name, anc);
+
+	holder_remove(h);
+	for (int i = 0; i < n && intention != DLOCK_MODE_INVALID; i++)
+	{
+		DLock	   *a = lock_find(anc[i]);
+
+		if (a)
+			implied_drop(a, owner, intention);
+	}
+	grant_waiters(lock, now);
+}
+
 /*
  * grant_waiters
  *		Grant pending conversions first, in order, each compatible with the
@@ -538,7 +729,7 @@ grant_waiters(DLock *lock, TimestampTz now)
 		DWaiter    *c = dlist_container(DWaiter, lock_node, it.cur);
 		DHolder    *h = c->holder;
 
-		if (compatible(c->mode, ahead) && compatible(c->mode, held_modes(lock, h)))
+		if (compatible(c->mode, ahead) && compatible(c->mode, others_held(lock, h->owner)))
 		{
 			convert_holder(h, c->mode);
 			answer(c->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
@@ -554,8 +745,17 @@ grant_waiters(DLock *lock, TimestampTz now)
 		DHolder    *own = holder_of(lock, w->owner);
 
 		if (compatible(w->mode, ahead) &&
-			compatible(w->mode, held_modes(lock, own)))
+			compatible(w->mode, others_held(lock, w->owner)))
 		{
+			if (w->group)
+			{
+				/* a path request: only together with its other parts */
+				if (group_grantable(w->group, w))
+					grant_group(w->group, now);
+				else
+					ahead |= DLOCK_MODE_BIT(w->mode);
+				continue;
+			}
 			if (own)
 				reacquire(own, w->slotno, w->mode, w->ttl_us, now);
 			else
@@ -577,10 +777,7 @@ grant_waiters(DLock *lock, TimestampTz now)
 static void
 release_holder(DHolder *h, TimestampTz now)
 {
-	DLock	   *lock = h->lock;
-
-	holder_remove(h);
-	grant_waiters(lock, now);
+	release_explicit(h, now);
 }
 
 /*
@@ -605,16 +802,19 @@ end_owner(DOwner *owner, int except_slot, TimestampTz now)
 		if (w->slotno != except_slot)
 			answer(w->slotno, DLOCK_STATUS_WITHDRAWN, 0, 0, 0);
 		locks = lappend(locks, w->lock);
+		if (!w->implied)
+			n++;
+		w->group = NULL;
 		waiter_remove(w);
-		n++;
 	}
 	while (!dlist_is_empty(&owner->holders))
 	{
 		DHolder    *h = dlist_head_element(DHolder, owner_node, &owner->holders);
 
 		locks = lappend(locks, h->lock);
+		if (!h->implied)
+			n++;
 		holder_remove(h);
-		n++;
 	}
 	MemoryContextSwitchTo(old);
 	foreach(lc, locks)
@@ -628,6 +828,21 @@ withdraw_waiter(DWaiter *w, TimestampTz now)
 {
 	DLock	   *lock = w->lock;
 
+	if (w->group)
+	{
+		DGroup	   *g = w->group;
+		ListCell   *lc;
+
+		foreach(lc, g->parts)
+		{
+			DWaiter    *x = lfirst(lc);
+
+			x->group = NULL;
+			waiter_remove(x);
+			scan_later(x->lock);
+		}
+		return;
+	}
 	waiter_remove(w);
 	grant_waiters(lock, now);
 }
@@ -671,14 +886,15 @@ notify_holders(DLock *lock, DOwner *owner, int mode)
  *		or, for a conversion of 'holder', at the tail of its conversions.
  */
 static DWaiter *
-enqueue(Request *r, DOwner *owner, DLock *lock, DHolder *holder, TimestampTz now)
+enqueue(Request *r, DOwner *owner, DLock *lock, DHolder *holder, int mode,
+		TimestampTz now)
 {
 	DWaiter    *w = MemoryContextAllocZero(state_cxt, sizeof(DWaiter));
 
 	w->lock = lock;
 	w->owner = owner;
 	w->holder = holder;
-	w->mode = r->mode;
+	w->mode = mode;
 	w->ticket = take_ticket();
 	w->slotno = r->slotno;
 	w->pid = r->pid;
@@ -864,38 +1080,108 @@ deadlock_cycle(DWaiter *w)
 	return buf.data;
 }
 
+/* Would the owner's request in this mode be granted now on this lock? */
+static bool
+grantable_now(DLock *lock, DOwner *owner, int mode)
+{
+	return compatible(mode, others_held(lock, owner)) &&
+		compatible(mode, waiting_modes(lock));
+}
+
+/* Fail a just queued request (with all its parts) if it closes a cycle. */
+static void
+check_deadlock(DWaiter *w, int slotno, TimestampTz now)
+{
+	List	   *parts = w->group ? list_copy(w->group->parts) : list_make1(w);
+	ListCell   *lc;
+
+	foreach(lc, parts)
+	{
+		char	   *cycle = deadlock_cycle(lfirst(lc));
+
+		if (cycle)
+		{
+			withdraw_waiter(w, now);
+			answer_error(slotno, DLOCK_STATUS_DEADLOCK, cycle);
+			return;
+		}
+	}
+}
+
+/*
+ * do_acquire
+ *		Grant now, refuse (try-acquire), or queue.  A path also needs the
+ *		intention mode on each ancestor, granted together with it or queued
+ *		together as one request.
+ */
 static void
 do_acquire(Request *r, TimestampTz now)
 {
 	DOwner	   *owner = owner_get(r->owner, r->pid, r->session_start);
 	DLock	   *lock = lock_get(r->name);
 	DHolder    *own = holder_of(lock, owner);
+	int			intention = dlock_intention_mode(r->mode);
+	char	   *anc[DLOCK_MAX_DEPTH];
+	DLock	   *anc_lock[DLOCK_MAX_DEPTH];
+	int			n = 0;
+	bool		now_ok;
 
 	if (own)
+	{
+		/* re-entrant: the intentions are there already */
 		reacquire(own, r->slotno, r->mode, r->ttl_us, now);
-	else if (compatible(r->mode, held_modes(lock, NULL)) &&
-			 compatible(r->mode, waiting_modes(lock)))
+		note_maybe_empty(lock, owner);
+		return;
+	}
+	if (intention != DLOCK_MODE_INVALID)
+		n = path_ancestors(r->name, anc);
+	now_ok = grantable_now(lock, owner, r->mode);
+	for (int i = 0; i < n; i++)
+	{
+		anc_lock[i] = lock_get(anc[i]);
+		now_ok = now_ok && grantable_now(anc_lock[i], owner, intention);
+	}
+
+	if (now_ok)
 	{
 		DHolder    *h = holder_add(lock, owner, r->mode, take_ticket(), 1,
 								   r->pid, r->session_start, now);
 
 		holder_set_lease(h, r->ttl_us, now);
 		touch_holder(h);
+		for (int i = 0; i < n; i++)
+			implied_add(anc_lock[i], owner, intention, r->pid, r->session_start, now);
 		answer(r->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, 1);
 	}
 	else if (r->op == DLOCK_OP_TRY)
 		answer(r->slotno, DLOCK_STATUS_REFUSED, 0, 0, 0);
 	else
 	{
-		DWaiter    *w = enqueue(r, owner, lock, NULL, now);
-		char	   *cycle = deadlock_cycle(w);
+		DWaiter    *w = enqueue(r, owner, lock, NULL, r->mode, now);
 
-		if (cycle)
+		if (n > 0)
 		{
-			withdraw_waiter(w, now);
-			answer_error(r->slotno, DLOCK_STATUS_DEADLOCK, cycle);
+			MemoryContext old = MemoryContextSwitchTo(state_cxt);
+			DGroup	   *g = palloc0(sizeof(DGroup));
+
+			g->explicit_part = w;
+			g->parts = list_make1(w);
+			w->group = g;
+			for (int i = 0; i < n; i++)
+			{
+				DWaiter    *x = enqueue(r, owner, anc_lock[i], NULL, intention, now);
+
+				x->implied = true;
+				x->group = g;
+				g->parts = lappend(g->parts, x);
+			}
+			MemoryContextSwitchTo(old);
+			slot_waiter[r->slotno] = w;
 		}
+		check_deadlock(w, r->slotno, now);
 	}
+	for (int i = 0; i < n; i++)
+		note_maybe_empty(anc_lock[i], NULL);
 	note_maybe_empty(lock, owner);
 }
 
@@ -971,6 +1257,40 @@ do_convert(Request *r, TimestampTz now)
 		return;
 	}
 	lock = h->lock;
+	if (dlock_name_is_path(lock->name, strlen(lock->name)))
+	{
+		int			from = dlock_intention_mode(h->mode);
+		int			to = dlock_intention_mode(r->mode);
+
+		if (from != to)
+		{
+			char	   *anc[DLOCK_MAX_DEPTH];
+			int			n = path_ancestors(lock->name, anc);
+
+			/* weaker intentions are always compatible with what we held */
+			if (n > 0 && to != DLOCK_MODE_INVALID &&
+				(from == DLOCK_MODE_INVALID || !dlock_mode_covers(from, to)))
+			{
+				answer_error(r->slotno, DLOCK_STATUS_UNSUPPORTED,
+							 psprintf("converting path lock \"%s\" from %s to %s needs stronger intention locks on its parents, which dlock_convert does not take yet; release it and acquire it in the new mode",
+									  lock->name, dlock_mode_name(h->mode),
+									  dlock_mode_name(r->mode)));
+				return;
+			}
+			if (n > 0 && h->conversion == NULL)
+			{
+				for (int i = 0; i < n; i++)
+				{
+					DLock	   *a = lock_get(anc[i]);
+
+					if (to != DLOCK_MODE_INVALID)
+						implied_add(a, h->owner, to, h->pid, h->backend_start, now);
+					if (from != DLOCK_MODE_INVALID)
+						implied_drop(a, h->owner, from);
+				}
+			}
+		}
+	}
 	if (h->conversion)
 	{
 		answer_error(r->slotno, DLOCK_STATUS_ERROR,
@@ -984,7 +1304,7 @@ do_convert(Request *r, TimestampTz now)
 		grant_waiters(lock, now);
 		return;
 	}
-	if (compatible(r->mode, held_modes(lock, h)) &&
+	if (compatible(r->mode, others_held(lock, h->owner)) &&
 		dlist_is_empty(&lock->converts))
 	{
 		convert_holder(h, r->mode);
@@ -992,7 +1312,7 @@ do_convert(Request *r, TimestampTz now)
 		return;
 	}
 	{
-		DWaiter    *c = enqueue(r, h->owner, lock, h, now);
+		DWaiter    *c = enqueue(r, h->owner, lock, h, r->mode, now);
 		char	   *cycle = deadlock_cycle(c);
 
 		if (cycle)
@@ -1010,6 +1330,19 @@ do_release_all(Request *r, TimestampTz now)
 	int			n = owner ? end_owner(owner, r->slotno, now) : 0;
 
 	answer(r->slotno, DLOCK_STATUS_COUNT, 0, 0, n);
+}
+
+/* Look again at the locks a grant or withdrawal of a path request touched. */
+static void
+drain_scans(TimestampTz now)
+{
+	while (scan_locks != NIL)
+	{
+		DLock	   *lock = linitial(scan_locks);
+
+		scan_locks = list_delete_first(scan_locks);
+		grant_waiters(lock, now);
+	}
 }
 
 static void
@@ -1037,6 +1370,7 @@ execute(Request *r, TimestampTz now)
 			answer_error(r->slotno, DLOCK_STATUS_ERROR, "unknown request");
 			break;
 	}
+	drain_scans(now);
 }
 
 /*
@@ -1322,6 +1656,7 @@ batch_begin(void)
 	maybe_empty_owners = NIL;
 	outcome_slots = NIL;
 	notify_names = NIL;
+	scan_locks = NIL;
 	ticket_hi_dirty = false;
 	batch_durable = false;
 	for (int i = 0; i < dlock_shared->nslots; i++)
@@ -1369,7 +1704,8 @@ store_batch(void)
 static void
 load_held_row(const char *name, const char *owner_key, int pid,
 			  TimestampTz backend_start, int mode, int32 count, int64 token,
-			  TimestampTz granted_at, TimestampTz expires_at, int64 ttl_us)
+			  TimestampTz granted_at, TimestampTz expires_at, int64 ttl_us,
+			  bool implied)
 {
 	DOwner	   *owner = owner_get(owner_key, pid, owner_key ? 0 : backend_start);
 	DLock	   *lock = lock_get(name);
@@ -1378,6 +1714,7 @@ load_held_row(const char *name, const char *owner_key, int pid,
 
 	h->ttl_us = ttl_us;
 	h->expires_at = expires_at;
+	h->implied = implied;
 	if (expires_at != 0)
 	{
 		pairingheap_add(expiry_heap, &h->expiry_node);
@@ -1531,7 +1868,7 @@ reload(void)
 		Request    *r = a->req;
 		DOwner	   *owner = owner_get(r->owner, r->pid, r->session_start);
 		DLock	   *lock = lock_get(r->name);
-		enqueue(r, owner, lock, NULL, now);
+		enqueue(r, owner, lock, NULL, r->mode, now);
 		{
 			MemoryContext old = MemoryContextSwitchTo(state_cxt);
 
@@ -1653,8 +1990,10 @@ run_batch(void)
 		session_gone(r, now);
 	}
 	expire_leases(now);
+	drain_scans(now);
 	foreach(lc, fresh)
 		execute(lfirst(lc), now);
+	drain_scans(now);
 
 	if (touched_holders != NIL || touched_waiters != NIL || ticket_hi_dirty ||
 		notify_names != NIL)

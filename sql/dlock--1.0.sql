@@ -31,10 +31,11 @@ CREATE TABLE dlock.held (
     pid            integer     NOT NULL,
     backend_start  timestamptz NOT NULL,
     mode           text        NOT NULL,
-    count          integer     NOT NULL CHECK (count > 0),
+    count          integer     NOT NULL CHECK (count > 0),  -- implied: paths below
     granted_at     timestamptz NOT NULL,
     expires_at     timestamptz,            -- NULL: no lease
-    ttl            interval
+    ttl            interval,
+    implied        boolean     NOT NULL DEFAULT false  -- an intention for a path below
 );
 
 -- Waiters: one row per queued request, FIFO by ticket.
@@ -48,7 +49,8 @@ CREATE TABLE dlock.queue (
     since          timestamptz NOT NULL,
     timeout_at     timestamptz,
     ttl            interval,
-    conversion     boolean     NOT NULL DEFAULT false  -- a holder's up-conversion
+    conversion     boolean     NOT NULL DEFAULT false, -- a holder's up-conversion
+    implied        boolean     NOT NULL DEFAULT false  -- an intention part of a path request
 );
 
 -- Tickets below hi may have been handed out: a restarted worker starts at hi.
@@ -63,14 +65,14 @@ CREATE VIEW dlock.locks AS
 SELECT h.name, h.mode, true AS granted, NULL::integer AS position,
        h.owner, h.pid, h.backend_start, h.token, h.count,
        h.granted_at AS since, h.expires_at, NULL::timestamptz AS timeout_at,
-       false AS conversion
+       false AS conversion, h.implied
   FROM dlock.held h
 UNION ALL
 SELECT q.name, q.mode, false,
        (pg_catalog.row_number() OVER (PARTITION BY q.name
                                       ORDER BY q.conversion DESC, q.ticket))::integer,
        q.owner, q.pid, q.backend_start, q.ticket, NULL::integer,
-       q.since, NULL::timestamptz, q.timeout_at, q.conversion
+       q.since, NULL::timestamptz, q.timeout_at, q.conversion, q.implied
   FROM dlock.queue q;
 
 COMMENT ON VIEW dlock.locks IS 'dlock holders (granted) and waiters (queue position), joinable with pg_stat_activity on pid and backend_start';

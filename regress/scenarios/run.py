@@ -144,19 +144,21 @@ class Scenario:
             self.emit(self.sessions[args[0]].collect())
         elif cmd == "locks":
             rows = self.observe(
-                "SELECT name, mode, granted, position, owner, pid, count, conversion"
+                "SELECT name, mode, granted, position, owner, pid, count, conversion, implied"
                 "  FROM dlock.locks ORDER BY name, granted DESC, position, token")
-            for name, mode, granted, pos, owner, pid, count, conversion in rows:
+            for name, mode, granted, pos, owner, pid, count, conversion, implied in rows:
                 who = "pid %d" % pid
                 for s in self.sessions.values():
                     if s.pid == pid:
                         who = s.name
                 if granted:
-                    desc = "%s %s held by %s%s count %d" % (
-                        name, mode, who, " key " + owner if owner else "", count)
+                    desc = "%s %s %s by %s%s count %d" % (
+                        name, mode, "implied" if implied else "held", who,
+                        " key " + owner if owner else "", count)
                 else:
                     desc = "%s %s %s #%d: %s%s" % (
-                        name, mode, "converting" if conversion else "waiting", pos, who,
+                        name, mode, "converting" if conversion else
+                        "waiting (implied)" if implied else "waiting", pos, who,
                         " key " + owner if owner else "")
                 self.emit([desc])
             if not rows:

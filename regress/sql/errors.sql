@@ -69,3 +69,12 @@ SELECT count(*) AS waiters FROM dlock.locks WHERE NOT granted;
 SELECT dlock_release_all(repeat('k', 255));
 SELECT dlock_release_all();
 SELECT count(*) FROM dlock.locks WHERE name LIKE 'err/%';
+
+-- malformed paths
+SELECT dlock_acquire('/a//b');
+SELECT dlock_acquire('/a/b/');
+SELECT dlock_try_acquire('/');
+SELECT dlock_acquire('a//b/') > 0 AS flat_names_are_free_form;
+SELECT dlock_release('a//b/');
+SELECT pg_temp.outcome($$SELECT dlock_acquire('/a//b')$$) AS empty_segment,
+       pg_temp.outcome($$SELECT dlock_renew('/x/')$$) AS trailing_slash;
