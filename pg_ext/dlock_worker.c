@@ -128,7 +128,6 @@ static List *touched_holders;
 static List *touched_waiters;
 static List *maybe_empty_locks;
 static List *maybe_empty_owners;
-static List *grant_scan_locks;	/* locks to look at before the next batch */
 static List *notify_names;		/* locks whose holders are to be told */
 static Outcome *outcomes;
 static List *outcome_slots;
@@ -169,7 +168,6 @@ picture_reset(void)
 	expiry_heap = pairingheap_allocate(expiry_cmp, NULL);
 	MemoryContextSwitchTo(old);
 	memset(slot_waiter, 0, sizeof(DWaiter *) * dlock_shared->nslots);
-	grant_scan_locks = NIL;
 }
 
 static char *
@@ -1741,30 +1739,14 @@ session_alive(DOwner *o)
 	return false;
 }
 
-typedef struct Adopted
-{
-	int64		old_ticket;
-	Request    *req;
-} Adopted;
-
-static int
-adopted_cmp(const ListCell *a, const ListCell *b)
-{
-	const Adopted *x = lfirst(a);
-	const Adopted *y = lfirst(b);
-
-	if (x->old_ticket < y->old_ticket)
-		return -1;
-	return x->old_ticket > y->old_ticket ? 1 : 0;
-}
-
 /*
  * reload
  *		Rebuild the picture from the tables, in a transaction of its own:
- *		drop the locks of sessions that are gone, give leases the restart
- *		grace after a server restart, and queue again, in their old order,
- *		the requests still waiting in slots.  Requests that were being
- *		decided when the last batch failed are submitted again.  Returns
+ *		drop the locks of sessions that are gone, and give leases the
+ *		restart grace after a server restart.  Requests still waiting in
+ *		slots, or being decided when the last batch failed, are submitted
+ *		again: the next batch takes them in their old submission order, so
+ *		they queue again in their old order, with new tickets.  Returns
  *		false if the extension is not installed in this database.
  */
 static bool
@@ -1772,8 +1754,7 @@ reload(void)
 {
 	TimestampTz now;
 	bool		fresh;
-	List	   *adopted = NIL;
-	ListCell   *lc;
+	int			resubmitted = 0;
 	strmap_iterator it;
 	StrMapEntry *e;
 
@@ -1847,34 +1828,10 @@ reload(void)
 		if (slot->pid != 0 && !slot->session_ended &&
 			slot->state == DLOCK_SLOT_ACCEPTED)
 		{
-			if (slot->ticket != 0 && !slot->cancel && slot->op != DLOCK_OP_CONVERT)
-			{
-				Adopted    *a = palloc(sizeof(Adopted));
-
-				a->old_ticket = slot->ticket;
-				a->req = palloc(sizeof(Request));
-				copy_request(slot, i, a->req);
-				adopted = lappend(adopted, a);
-			}
-			else
-				slot->state = DLOCK_SLOT_SUBMITTED;
+			slot->state = DLOCK_SLOT_SUBMITTED;
+			resubmitted++;
 		}
 		SpinLockRelease(&slot->mutex);
-	}
-	list_sort(adopted, adopted_cmp);
-	foreach(lc, adopted)
-	{
-		Adopted    *a = lfirst(lc);
-		Request    *r = a->req;
-		DOwner	   *owner = owner_get(r->owner, r->pid, r->session_start);
-		DLock	   *lock = lock_get(r->name);
-		enqueue(r, owner, lock, NULL, r->mode, now);
-		{
-			MemoryContext old = MemoryContextSwitchTo(state_cxt);
-
-			grant_scan_locks = lappend(grant_scan_locks, lock);
-			MemoryContextSwitchTo(old);
-		}
 	}
 
 	store_batch();
@@ -1887,8 +1844,8 @@ reload(void)
 	SpinLockRelease(&dlock_shared->mutex);
 
 	ereport(LOG,
-			(errmsg("dlock lock manager ready in database \"%s\": %ld locks held, %d requests waiting",
-					dlock_database, (long) locks_map->members, list_length(adopted))));
+			(errmsg("dlock lock manager ready in database \"%s\": %ld locks held, %d requests resubmitted",
+					dlock_database, (long) locks_map->members, resubmitted)));
 	return true;
 }
 
@@ -1919,8 +1876,6 @@ refuse_all(const char *why)
 static bool
 work_pending(void)
 {
-	if (grant_scan_locks != NIL)
-		return true;
 	for (int i = 0; i < dlock_shared->nslots; i++)
 	{
 		DLockSlot  *slot = dlock_slot(i);
@@ -1978,10 +1933,6 @@ run_batch(void)
 			withdraw_waiter(w, now);
 		answer(r->slotno, DLOCK_STATUS_CANCELED, 0, 0, 0);
 	}
-	foreach(lc, grant_scan_locks)
-		grant_waiters(lfirst(lc), now);
-	list_free(grant_scan_locks);
-	grant_scan_locks = NIL;
 
 	foreach(lc, ended)
 	{
