@@ -38,10 +38,17 @@ void		_PG_init(void);
 static void dlock_shmem_request(void);
 static void dlock_shmem_startup(void);
 
+/* Room for one name with its NUL, or for the names of dlock_acquire_all. */
+static int
+dlock_names_size(void)
+{
+	return Max(dlock_max_name_length + 1, DLOCK_MULTI_BYTES);
+}
+
 static Size
 dlock_slot_size(void)
 {
-	return MAXALIGN(offsetof(DLockSlot, data) + dlock_max_name_length +
+	return MAXALIGN(offsetof(DLockSlot, data) + dlock_names_size() +
 					DLOCK_MAX_OWNER_LEN);
 }
 
@@ -175,6 +182,7 @@ dlock_shmem_startup(void)
 		dlock_shared->nslots = MaxBackends;
 		dlock_shared->slot_size = dlock_slot_size();
 		dlock_shared->max_name_len = dlock_max_name_length;
+		dlock_shared->names_size = dlock_names_size();
 		for (int i = 0; i < dlock_shared->nslots; i++)
 			SpinLockInit(&dlock_slot(i)->mutex);
 	}

@@ -39,8 +39,13 @@ typedef enum DLockOp
 	DLOCK_OP_RELEASE,
 	DLOCK_OP_RENEW,
 	DLOCK_OP_RELEASE_ALL,
-	DLOCK_OP_CONVERT			/* change the mode of a held lock */
+	DLOCK_OP_CONVERT,			/* change the mode of a held lock */
+	DLOCK_OP_ACQUIRE_ALL		/* several names, all or none */
 } DLockOp;
+
+/* dlock_acquire_all: at most this many names, in at least this many bytes */
+#define DLOCK_MAX_MULTI 64
+#define DLOCK_MULTI_BYTES 8192
 
 typedef enum DLockSlotState
 {
@@ -88,7 +93,8 @@ typedef struct DLockSlot
 	int			mode;
 	int64		ttl_us;			/* 0: no lease */
 	TimestampTz timeout_at;		/* 0: wait forever */
-	int			name_len;
+	int			name_len;		/* bytes of all names, each NUL-terminated */
+	int			nnames;			/* names, sorted and distinct */
 	int			owner_len;		/* 0: the session is the owner */
 
 	/* set by the worker once the request waits in the queue (committed) */
@@ -99,9 +105,10 @@ typedef struct DLockSlot
 	int64		token;
 	TimestampTz expires_at;		/* 0: none */
 	int32		count;
+	int64		tokens[DLOCK_MAX_MULTI];	/* acquire_all: per name */
 	char		errmsg[DLOCK_ERRMSG_LEN];
 
-	/* name (max_name_length bytes) then owner key (DLOCK_MAX_OWNER_LEN) */
+	/* names (names_size bytes) then owner key (DLOCK_MAX_OWNER_LEN) */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } DLockSlot;
 
@@ -117,6 +124,7 @@ typedef struct DLockShared
 	int			nslots;
 	Size		slot_size;
 	int			max_name_len;	/* as at postmaster start */
+	int			names_size;		/* bytes for the names in a slot */
 	char		slots[FLEXIBLE_ARRAY_MEMBER];
 } DLockShared;
 
@@ -148,7 +156,7 @@ dlock_slot_name(DLockSlot *slot)
 static inline char *
 dlock_slot_owner(DLockSlot *slot)
 {
-	return slot->data + dlock_shared->max_name_len;
+	return slot->data + dlock_shared->names_size;
 }
 
 /* Wake the worker, if one runs. */

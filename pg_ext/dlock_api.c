@@ -19,7 +19,10 @@
 #include "port.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -27,6 +30,7 @@
 
 PG_FUNCTION_INFO_V1(dlock_acquire);
 PG_FUNCTION_INFO_V1(dlock_try_acquire);
+PG_FUNCTION_INFO_V1(dlock_acquire_all);
 PG_FUNCTION_INFO_V1(dlock_convert);
 PG_FUNCTION_INFO_V1(dlock_release);
 PG_FUNCTION_INFO_V1(dlock_renew);
@@ -46,8 +50,9 @@ typedef struct DLockRequest
 	int			mode;
 	int64		ttl_us;
 	TimestampTz timeout_at;
-	const char *name;
+	const char *name;			/* acquire_all: the names, NUL-separated */
 	int			name_len;
+	int			nnames;			/* acquire_all: how many; else 1 */
 	const char *owner;			/* NULL: the session */
 	int			owner_len;
 } DLockRequest;
@@ -58,6 +63,7 @@ typedef struct DLockReply
 	int64		token;
 	TimestampTz expires_at;
 	int32		count;
+	int64		tokens[DLOCK_MAX_MULTI];
 	char		errmsg[DLOCK_ERRMSG_LEN];
 } DLockReply;
 
@@ -71,6 +77,13 @@ check_loaded(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("dlock must be loaded via shared_preload_libraries"),
 				 errhint("Add dlock to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+static int
+dlock_shared_names_size(void)
+{
+	check_loaded();
+	return dlock_shared->names_size;
 }
 
 static bool
@@ -174,6 +187,7 @@ take_reply(DLockSlot *slot, DLockReply *reply)
 		reply->token = slot->token;
 		reply->expires_at = slot->expires_at;
 		reply->count = slot->count;
+		memcpy(reply->tokens, slot->tokens, sizeof(reply->tokens));
 		memcpy(reply->errmsg, slot->errmsg, DLOCK_ERRMSG_LEN);
 		slot->state = DLOCK_SLOT_FREE;
 	}
@@ -214,6 +228,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->ttl_us = req->ttl_us;
 	slot->timeout_at = req->timeout_at;
 	slot->name_len = req->name_len;
+	slot->nnames = Max(req->nnames, 1);
 	memcpy(dlock_slot_name(slot), req->name, req->name_len);
 	slot->owner_len = req->owner ? req->owner_len : 0;
 	if (req->owner)
@@ -246,15 +261,25 @@ withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
 	wait_uninterruptibly(slot, reply);
 
 	if (undo_grant && reply->status == DLOCK_STATUS_GRANTED &&
-		(req->op == DLOCK_OP_ACQUIRE || req->op == DLOCK_OP_TRY))
+		(req->op == DLOCK_OP_ACQUIRE || req->op == DLOCK_OP_TRY ||
+		 req->op == DLOCK_OP_ACQUIRE_ALL))
 	{
-		DLockRequest undo = *req;
-		DLockReply	ignored;
+		const char *name = req->name;
 
-		undo.op = DLOCK_OP_RELEASE;
-		undo.timeout_at = 0;
-		submit(slot, &undo);
-		wait_uninterruptibly(slot, &ignored);
+		for (int i = 0; i < Max(req->nnames, 1); i++)
+		{
+			DLockRequest undo = *req;
+			DLockReply	ignored;
+
+			undo.op = DLOCK_OP_RELEASE;
+			undo.timeout_at = 0;
+			undo.nnames = 1;
+			undo.name = name;
+			undo.name_len = req->op == DLOCK_OP_ACQUIRE_ALL ? (int) strlen(name) : req->name_len;
+			submit(slot, &undo);
+			wait_uninterruptibly(slot, &ignored);
+			name += undo.name_len + 1;
+		}
 	}
 }
 
@@ -332,19 +357,11 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 
 /* Argument checks */
 
-static text *
-arg_name(FunctionCallInfo fcinfo, int argno, const char **name, int *len)
+/* Raise the error for a bad lock name, if it is one. */
+static void
+check_name(const char *name, int len)
 {
-	text	   *t;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("lock name must not be null")));
-	t = PG_GETARG_TEXT_PP(argno);
-	*name = VARDATA_ANY(t);
-	*len = VARSIZE_ANY_EXHDR(t);
-	switch (dlock_check_name(*name, *len, dlock_shared ? dlock_shared->max_name_len : dlock_max_name_length))
+	switch (dlock_check_name(name, len, dlock_shared ? dlock_shared->max_name_len : dlock_max_name_length))
 	{
 		case DLOCK_CHECK_OK:
 			break;
@@ -357,7 +374,7 @@ arg_name(FunctionCallInfo fcinfo, int argno, const char **name, int *len)
 		case DLOCK_CHECK_TRAILING_SLASH:
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("malformed path \"%s\"", pnstrdup(*name, *len)),
+					 errmsg("malformed path \"%s\"", pnstrdup(name, len)),
 					 errdetail("A name starting with \"/\" is a path; its segments must not be empty and it must not end in \"/\".")));
 			break;
 		case DLOCK_CHECK_TOO_LONG:
@@ -366,10 +383,25 @@ arg_name(FunctionCallInfo fcinfo, int argno, const char **name, int *len)
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("lock name is too long"),
 					 errdetail("The name is %d bytes; the limit is %d bytes.",
-							   *len, dlock_shared->max_name_len),
+							   len, dlock_shared->max_name_len),
 					 errhint("Raise dlock.max_name_length (needs a restart).")));
 			break;
 	}
+}
+
+static text *
+arg_name(FunctionCallInfo fcinfo, int argno, const char **name, int *len)
+{
+	text	   *t;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lock name must not be null")));
+	t = PG_GETARG_TEXT_PP(argno);
+	*name = VARDATA_ANY(t);
+	*len = VARSIZE_ANY_EXHDR(t);
+	check_name(*name, *len);
 	return t;
 }
 
@@ -564,6 +596,124 @@ dlock_acquire(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();		/* timed out */
 	elog(ERROR, "unexpected dlock answer %d to acquire", (int) reply.status);
 	PG_RETURN_NULL();
+}
+
+typedef struct NameRef
+{
+	const char *p;
+	int			len;
+} NameRef;
+
+static int
+nameref_cmp(const void *a, const void *b)
+{
+	const NameRef *x = a;
+	const NameRef *y = b;
+	int			c = memcmp(x->p, y->p, Min(x->len, y->len));
+
+	return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/*
+ * dlock_acquire_all
+ *		All the names or none, as one request: the worker grants every part
+ *		at once or queues them together, so callers that take their locks
+ *		this way cannot deadlock among themselves.  Duplicates collapse into
+ *		one lock.  Returns one token per input element, in input order.
+ */
+Datum
+dlock_acquire_all(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	NameRef    *refs;
+	NameRef    *sorted;
+	int			nunique = 0;
+	StringInfoData packed;
+	int64		timeout_us;
+	Datum	   *out;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lock names must not be null")));
+	arr = PG_GETARG_ARRAYTYPE_P(0);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("lock names must be a one-dimensional array")));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock names must not be empty")));
+	refs = palloc(sizeof(NameRef) * n);
+	for (int i = 0; i < n; i++)
+	{
+		text	   *t;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("lock name must not be null")));
+		t = DatumGetTextPP(elems[i]);
+		refs[i].p = VARDATA_ANY(t);
+		refs[i].len = VARSIZE_ANY_EXHDR(t);
+		check_name(refs[i].p, refs[i].len);
+	}
+
+	/* one deterministic order: byte order, duplicates once */
+	sorted = palloc(sizeof(NameRef) * n);
+	memcpy(sorted, refs, sizeof(NameRef) * n);
+	qsort(sorted, n, sizeof(NameRef), nameref_cmp);
+	initStringInfo(&packed);
+	for (int i = 0; i < n; i++)
+	{
+		if (nunique > 0 && nameref_cmp(&sorted[nunique - 1], &sorted[i]) == 0)
+			continue;
+		sorted[nunique++] = sorted[i];
+		appendBinaryStringInfo(&packed, sorted[i].p, sorted[i].len);
+		appendStringInfoChar(&packed, '\0');
+	}
+	if (nunique > DLOCK_MAX_MULTI || packed.len > dlock_shared_names_size())
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many lock names"),
+				 errdetail("At most %d distinct names of %d bytes in all can be taken together.",
+						   DLOCK_MAX_MULTI, dlock_shared_names_size())));
+
+	req.op = DLOCK_OP_ACQUIRE_ALL;
+	req.name = packed.data;
+	req.name_len = packed.len;
+	req.nnames = nunique;
+	req.mode = arg_mode(fcinfo, 1);
+	req.ttl_us = arg_ttl_us(fcinfo, 3);
+	arg_owner(fcinfo, 4, &req.owner, &req.owner_len);
+	if (req.owner && req.ttl_us == 0)
+		req.ttl_us = (int64) dlock_default_ttl_ms * 1000;
+	timeout_us = arg_interval_us(fcinfo, 2, "timeout");
+	if (timeout_us > 0)
+		req.timeout_at = GetCurrentTimestamp() + timeout_us;
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_CANCELED)
+		PG_RETURN_NULL();		/* timed out: none held */
+	if (reply.status != DLOCK_STATUS_GRANTED)
+		elog(ERROR, "unexpected dlock answer %d to acquire_all", (int) reply.status);
+
+	out = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+	{
+		NameRef    *hit = bsearch(&refs[i], sorted, nunique, sizeof(NameRef), nameref_cmp);
+
+		out[i] = Int64GetDatum(reply.tokens[hit - sorted]);
+	}
+	PG_RETURN_ARRAYTYPE_P(construct_array(out, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
 }
 
 Datum

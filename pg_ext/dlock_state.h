@@ -59,8 +59,9 @@ typedef struct DWaiter DWaiter;
 /* The parts of one request that must be granted together. */
 typedef struct DGroup
 {
-	DWaiter    *explicit_part;	/* the named lock; the rest are intentions */
-	List	   *parts;			/* every part, the explicit one first */
+	List	   *named;			/* the named locks' parts, in name order */
+	List	   *parts;			/* every part: named ones and intentions */
+	int			nnamed;
 } DGroup;
 
 typedef struct DHolder

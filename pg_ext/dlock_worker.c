@@ -82,6 +82,8 @@ typedef struct Request
 	TimestampTz session_start;
 	char	   *name;
 	char	   *owner;			/* NULL: the session */
+	char	  **names;			/* all names (acquire_all), names[0] == name */
+	int			nnames;
 	/* for a session that ended: where its last request stood */
 	DLockSlotState state;
 	DLockStatus status;
@@ -98,6 +100,7 @@ typedef struct Outcome
 	int64		token;
 	TimestampTz expires_at;
 	int32		count;
+	int64		tokens[DLOCK_MAX_MULTI];
 	char		errmsg[DLOCK_ERRMSG_LEN];
 } Outcome;
 
@@ -478,6 +481,15 @@ answer(int slotno, DLockStatus status, int64 token, TimestampTz expires_at,
 }
 
 static void
+answer_tokens(int slotno, const int64 *tokens, int n)
+{
+	Outcome    *o = outcome_of(slotno);
+
+	answer(slotno, DLOCK_STATUS_GRANTED, tokens[0], 0, n);
+	memcpy(o->tokens, tokens, sizeof(int64) * n);
+}
+
+static void
 answer_error(int slotno, DLockStatus status, const char *msg)
 {
 	Outcome    *o = outcome_of(slotno);
@@ -603,12 +615,35 @@ implied_drop(DLock *lock, DOwner *owner, int mode)
 	scan_later(lock);
 }
 
-/* Could this part be granted now, looking at its own lock only? */
+/* Does the owner hold the lock already in a mode that includes this one? */
+static bool
+covered_by_own(DLock *lock, DOwner *owner, int mode)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &lock->holders)
+	{
+		DHolder    *h = dlist_container(DHolder, lock_node, it.cur);
+
+		if (h->owner == owner && dlock_mode_covers(h->mode, mode))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Could this part be granted now, looking at its own lock only?  A part
+ * its owner already holds (re-entrant) adds no conflict and need not wait
+ * for anyone; other parts queue as any request does.
+ */
 static bool
 part_grantable(DWaiter *x)
 {
 	DLockModeMask ahead = 0;
 	dlist_iter	it;
+
+	if (covered_by_own(x->lock, x->owner, x->mode))
+		return true;
 
 	dlist_foreach(it, &x->lock->converts)
 		ahead |= DLOCK_MODE_BIT(dlist_container(DWaiter, lock_node, it.cur)->mode);
@@ -618,7 +653,8 @@ part_grantable(DWaiter *x)
 
 		if (y == x)
 			break;
-		ahead |= DLOCK_MODE_BIT(y->mode);
+		if (y->group == NULL || y->group != x->group)
+			ahead |= DLOCK_MODE_BIT(y->mode);
 	}
 	return compatible(x->mode, ahead) &&
 		compatible(x->mode, others_held(x->lock, x->owner));
@@ -643,42 +679,72 @@ static void reacquire(DHolder *h, int slotno, int mode, int64 ttl_us, TimestampT
 static void grant_waiters(DLock *lock, TimestampTz now);
 
 /*
+ * take_name
+ *		Grant the owner one named lock of a request: one more level of a lock
+ *		it holds, or a new holder with an intention on each ancestor.
+ */
+static DHolder *
+take_name(DLock *lock, DOwner *owner, int mode, int64 ticket, int64 ttl_us,
+		  int pid, TimestampTz backend_start, TimestampTz now)
+{
+	DHolder    *h = holder_of(lock, owner);
+	int			intention = dlock_intention_mode(mode);
+
+	if (h)
+	{
+		h->count++;
+		if (ttl_us > 0)
+			holder_set_lease(h, ttl_us, now);
+		h->p.dirty = true;
+		batch_durable = true;
+	}
+	else
+	{
+		char	   *anc[DLOCK_MAX_DEPTH];
+		int			n = intention == DLOCK_MODE_INVALID ? 0 : path_ancestors(lock->name, anc);
+
+		h = holder_add(lock, owner, mode, ticket, 1, pid, backend_start, now);
+		holder_set_lease(h, ttl_us, now);
+		for (int i = 0; i < n; i++)
+			implied_add(lock_get(anc[i]), owner, intention, pid, backend_start, now);
+	}
+	touch_holder(h);
+	return h;
+}
+
+/*
  * grant_group
- *		Grant every part of a path request at once: the named lock and one
- *		more intention on each ancestor.  The other locks it touched are
- *		looked at again afterwards.
+ *		Grant every part of a request on several locks at once: each named
+ *		lock with its intentions.  The other locks it touched are looked at
+ *		again afterwards.
  */
 static void
 grant_group(DGroup *g, TimestampTz now)
 {
-	DWaiter    *e = g->explicit_part;
-	DHolder    *own = holder_of(e->lock, e->owner);
+	DWaiter    *first = linitial(g->named);
+	int64		tokens[DLOCK_MAX_MULTI];
+	DHolder    *last = NULL;
+	int			i = 0;
 	ListCell   *lc;
 
-	if (own)
-		reacquire(own, e->slotno, e->mode, e->ttl_us, now);	/* no new intentions */
-	else
+	foreach(lc, g->named)
 	{
-		DHolder    *h = holder_add(e->lock, e->owner, e->mode, e->ticket, 1,
-								   e->pid, e->backend_start, now);
+		DWaiter    *e = lfirst(lc);
 
-		holder_set_lease(h, e->ttl_us, now);
-		touch_holder(h);
-		answer(e->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, 1);
-		foreach(lc, g->parts)
-		{
-			DWaiter    *x = lfirst(lc);
-
-			if (x->implied)
-				implied_add(x->lock, x->owner, x->mode, x->pid, x->backend_start, now);
-		}
+		last = take_name(e->lock, e->owner, e->mode, e->ticket, e->ttl_us,
+						 e->pid, e->backend_start, now);
+		tokens[i++] = last->token;
 	}
+	if (g->nnamed == 1)
+		answer(first->slotno, DLOCK_STATUS_GRANTED, last->token, last->expires_at,
+			   last->count);
+	else
+		answer_tokens(first->slotno, tokens, g->nnamed);
 	foreach(lc, g->parts)
 	{
 		DWaiter    *x = lfirst(lc);
 
-		if (x != e)
-			scan_later(x->lock);
+		scan_later(x->lock);
 		x->group = NULL;
 		waiter_remove(x);
 	}
@@ -948,10 +1014,16 @@ describe_owner(StringInfo buf, DOwner *o, int pid)
  */
 typedef bool (*blocker_fn) (DOwner *blocker, int pid, bool holds, void *arg);
 
+static bool covered_by_own(DLock *lock, DOwner *owner, int mode);
+
 static bool
 for_each_blocker(DWaiter *w, blocker_fn fn, void *arg)
 {
 	dlist_iter	it;
+
+	/* a part the owner holds already waits for nobody */
+	if (w->holder == NULL && covered_by_own(w->lock, w->owner, w->mode))
+		return false;
 
 	dlist_foreach(it, &w->lock->holders)
 	{
@@ -1108,79 +1180,116 @@ check_deadlock(DWaiter *w, int slotno, TimestampTz now)
 
 /*
  * do_acquire
- *		Grant now, refuse (try-acquire), or queue.  A path also needs the
- *		intention mode on each ancestor, granted together with it or queued
- *		together as one request.
+ *		Grant now, refuse (try-acquire), or queue.  A request may name
+ *		several locks (dlock_acquire_all), and a path also needs the
+ *		intention mode on each ancestor: all the parts are granted together,
+ *		or queued together as one request, each in its lock's FIFO order.
  */
 static void
 do_acquire(Request *r, TimestampTz now)
 {
 	DOwner	   *owner = owner_get(r->owner, r->pid, r->session_start);
-	DLock	   *lock = lock_get(r->name);
-	DHolder    *own = holder_of(lock, owner);
 	int			intention = dlock_intention_mode(r->mode);
-	char	   *anc[DLOCK_MAX_DEPTH];
-	DLock	   *anc_lock[DLOCK_MAX_DEPTH];
-	int			n = 0;
-	bool		now_ok;
+	DLock	  **locks = palloc(sizeof(DLock *) * r->nnames);
+	List	   *parts_locks = NIL;	/* (lock, mode) of every intention part */
+	List	   *parts_modes = NIL;
+	bool		now_ok = true;
+	ListCell   *lc,
+			   *lc2;
 
-	if (own)
+	for (int i = 0; i < r->nnames; i++)
 	{
-		/* re-entrant: the intentions are there already */
-		reacquire(own, r->slotno, r->mode, r->ttl_us, now);
-		note_maybe_empty(lock, owner);
-		return;
-	}
-	if (intention != DLOCK_MODE_INVALID)
-		n = path_ancestors(r->name, anc);
-	now_ok = grantable_now(lock, owner, r->mode);
-	for (int i = 0; i < n; i++)
-	{
-		anc_lock[i] = lock_get(anc[i]);
-		now_ok = now_ok && grantable_now(anc_lock[i], owner, intention);
+		DHolder    *own;
+
+		locks[i] = lock_get(r->names[i]);
+		own = holder_of(locks[i], owner);
+		if (own && !dlock_mode_covers(own->mode, r->mode))
+		{
+			answer(r->slotno, DLOCK_STATUS_MODE_HELD, 0, 0, own->mode);
+			goto done;
+		}
+		if (own)
+			continue;			/* re-entrant: its intentions are there */
+		now_ok = now_ok && grantable_now(locks[i], owner, r->mode);
+		if (intention != DLOCK_MODE_INVALID)
+		{
+			char	   *anc[DLOCK_MAX_DEPTH];
+			int			n = path_ancestors(r->names[i], anc);
+
+			for (int j = 0; j < n; j++)
+			{
+				DLock	   *a = lock_get(anc[j]);
+
+				parts_locks = lappend(parts_locks, a);
+				parts_modes = lappend_int(parts_modes, intention);
+				now_ok = now_ok && (covered_by_own(a, owner, intention) ||
+									grantable_now(a, owner, intention));
+			}
+		}
 	}
 
 	if (now_ok)
 	{
-		DHolder    *h = holder_add(lock, owner, r->mode, take_ticket(), 1,
-								   r->pid, r->session_start, now);
+		int64		tokens[DLOCK_MAX_MULTI];
+		DHolder    *h = NULL;
 
-		holder_set_lease(h, r->ttl_us, now);
-		touch_holder(h);
-		for (int i = 0; i < n; i++)
-			implied_add(anc_lock[i], owner, intention, r->pid, r->session_start, now);
-		answer(r->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, 1);
+		for (int i = 0; i < r->nnames; i++)
+		{
+			h = take_name(locks[i], owner, r->mode, take_ticket(), r->ttl_us,
+						  r->pid, r->session_start, now);
+			tokens[i] = h->token;
+		}
+		if (r->op == DLOCK_OP_ACQUIRE_ALL)
+			answer_tokens(r->slotno, tokens, r->nnames);
+		else
+			answer(r->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
 	}
 	else if (r->op == DLOCK_OP_TRY)
 		answer(r->slotno, DLOCK_STATUS_REFUSED, 0, 0, 0);
+	else if (r->nnames == 1 && parts_locks == NIL)
+	{
+		/* one flat name: a plain waiter */
+		check_deadlock(enqueue(r, owner, locks[0], NULL, r->mode, now), r->slotno, now);
+	}
 	else
 	{
-		DWaiter    *w = enqueue(r, owner, lock, NULL, r->mode, now);
+		MemoryContext old = MemoryContextSwitchTo(state_cxt);
+		DGroup	   *g = palloc0(sizeof(DGroup));
+		DWaiter    *first = NULL;
 
-		if (n > 0)
+		MemoryContextSwitchTo(old);
+		for (int i = 0; i < r->nnames; i++)
 		{
-			MemoryContext old = MemoryContextSwitchTo(state_cxt);
-			DGroup	   *g = palloc0(sizeof(DGroup));
+			DWaiter    *w = enqueue(r, owner, locks[i], NULL, r->mode, now);
 
-			g->explicit_part = w;
-			g->parts = list_make1(w);
 			w->group = g;
-			for (int i = 0; i < n; i++)
-			{
-				DWaiter    *x = enqueue(r, owner, anc_lock[i], NULL, intention, now);
-
-				x->implied = true;
-				x->group = g;
-				g->parts = lappend(g->parts, x);
-			}
+			old = MemoryContextSwitchTo(state_cxt);
+			g->named = lappend(g->named, w);
+			g->parts = lappend(g->parts, w);
 			MemoryContextSwitchTo(old);
-			slot_waiter[r->slotno] = w;
+			if (first == NULL)
+				first = w;
 		}
-		check_deadlock(w, r->slotno, now);
+		g->nnamed = r->nnames;
+		forboth(lc, parts_locks, lc2, parts_modes)
+		{
+			DWaiter    *x = enqueue(r, owner, lfirst(lc), NULL, lfirst_int(lc2), now);
+
+			x->implied = true;
+			x->group = g;
+			old = MemoryContextSwitchTo(state_cxt);
+			g->parts = lappend(g->parts, x);
+			MemoryContextSwitchTo(old);
+		}
+		slot_waiter[r->slotno] = first;
+		check_deadlock(first, r->slotno, now);
 	}
-	for (int i = 0; i < n; i++)
-		note_maybe_empty(anc_lock[i], NULL);
-	note_maybe_empty(lock, owner);
+done:
+	foreach(lc, parts_locks)
+		note_maybe_empty(lfirst(lc), NULL);
+	for (int i = 0; i < r->nnames; i++)
+		note_maybe_empty(locks[i], NULL);
+	note_maybe_empty(NULL, owner);
 }
 
 static DHolder *
@@ -1350,6 +1459,7 @@ execute(Request *r, TimestampTz now)
 	{
 		case DLOCK_OP_ACQUIRE:
 		case DLOCK_OP_TRY:
+		case DLOCK_OP_ACQUIRE_ALL:
 			do_acquire(r, now);
 			break;
 		case DLOCK_OP_RELEASE:
@@ -1411,7 +1521,21 @@ copy_request(DLockSlot *slot, int slotno, Request *r)
 	r->timeout_at = slot->timeout_at;
 	r->pid = slot->pid;
 	r->session_start = slot->session_start;
-	r->name = pnstrdup(dlock_slot_name(slot), slot->name_len);
+	r->nnames = slot->op == DLOCK_OP_ACQUIRE_ALL ? slot->nnames : 1;
+	r->names = palloc(sizeof(char *) * r->nnames);
+	if (slot->op == DLOCK_OP_ACQUIRE_ALL)
+	{
+		const char *p = dlock_slot_name(slot);
+
+		for (int i = 0; i < r->nnames; i++)
+		{
+			r->names[i] = pstrdup(p);
+			p += strlen(p) + 1;
+		}
+	}
+	else
+		r->names[0] = pnstrdup(dlock_slot_name(slot), slot->name_len);
+	r->name = r->names[0];
 	r->owner = slot->owner_len > 0 ?
 		pnstrdup(dlock_slot_owner(slot), slot->owner_len) : NULL;
 }
@@ -1442,18 +1566,24 @@ session_gone(Request *last, TimestampTz now)
 	if (w)
 		withdraw_waiter(w, now);
 	if (last->state == DLOCK_SLOT_DONE && last->status == DLOCK_STATUS_GRANTED &&
-		(last->op == DLOCK_OP_ACQUIRE || last->op == DLOCK_OP_TRY) &&
+		(last->op == DLOCK_OP_ACQUIRE || last->op == DLOCK_OP_TRY ||
+		 last->op == DLOCK_OP_ACQUIRE_ALL) &&
 		last->owner != NULL)
 	{
-		DHolder    *h = find_holder(last);
-
-		if (h && --h->count > 0)
+		for (int i = 0; i < last->nnames; i++)
 		{
-			h->p.dirty = true;
-			touch_holder(h);
+			DHolder    *h;
+
+			last->name = last->names[i];
+			h = find_holder(last);
+			if (h && --h->count > 0)
+			{
+				h->p.dirty = true;
+				touch_holder(h);
+			}
+			else if (h)
+				release_holder(h, now);
 		}
-		else if (h)
-			release_holder(h, now);
 	}
 	owner = owner_find(NULL, last->pid, last->session_start);
 	if (owner)
@@ -1562,6 +1692,7 @@ publish(void)
 			slot->token = o->token;
 			slot->expires_at = o->expires_at;
 			slot->count = o->count;
+			memcpy(slot->tokens, o->tokens, sizeof(o->tokens));
 			memcpy(slot->errmsg, o->errmsg, DLOCK_ERRMSG_LEN);
 			slot->state = DLOCK_SLOT_DONE;
 			wake = true;

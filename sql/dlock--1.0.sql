@@ -90,6 +90,17 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION dlock_acquire(text, text, interval, interval, text) IS
     'wait in FIFO order for a named lock; returns its fencing token, or NULL when timeout passes';
 
+CREATE FUNCTION dlock_acquire_all(names text[],
+                                  mode text DEFAULT 'exclusive',
+                                  timeout interval DEFAULT NULL,
+                                  ttl interval DEFAULT NULL,
+                                  owner text DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'dlock_acquire_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_acquire_all(text[], text, interval, interval, text) IS
+    'take several named locks all together or none, as one request; one token per name in input order, or NULL when timeout passes';
+
 CREATE FUNCTION dlock_try_acquire(name text,
                                   mode text DEFAULT 'exclusive',
                                   ttl interval DEFAULT NULL,
