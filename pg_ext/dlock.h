@@ -69,7 +69,6 @@ typedef enum DLockStatus
 	DLOCK_STATUS_MODE_HELD,		/* held already in a weaker mode */
 	DLOCK_STATUS_DEADLOCK,		/* waiting would close a cycle: errmsg */
 	DLOCK_STATUS_NOT_READY,		/* extension not installed: errmsg */
-	DLOCK_STATUS_UNSUPPORTED,	/* errmsg says what */
 	DLOCK_STATUS_ERROR			/* message in errmsg */
 } DLockStatus;
 

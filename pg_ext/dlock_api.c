@@ -530,11 +530,6 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 					 errmsg("dlock lock manager is not ready: %s", reply->errmsg),
 					 errhint("Run CREATE EXTENSION dlock in the database named by dlock.database.")));
 			break;
-		case DLOCK_STATUS_UNSUPPORTED:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("%s", reply->errmsg)));
-			break;
 		case DLOCK_STATUS_WITHDRAWN:
 			ereport(ERROR,
 					(errcode(ERRCODE_DLOCK_WITHDRAWN),

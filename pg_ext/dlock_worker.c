@@ -642,6 +642,20 @@ part_grantable(DWaiter *x)
 	DLockModeMask ahead = 0;
 	dlist_iter	it;
 
+	if (x->holder)
+	{
+		/* a conversion: the other holders and the conversions before it */
+		dlist_foreach(it, &x->lock->converts)
+		{
+			DWaiter    *y = dlist_container(DWaiter, lock_node, it.cur);
+
+			if (y == x)
+				break;
+			ahead |= DLOCK_MODE_BIT(y->mode);
+		}
+		return compatible(x->mode, ahead) &&
+			compatible(x->mode, others_held(x->lock, x->owner));
+	}
 	if (covered_by_own(x->lock, x->owner, x->mode))
 		return true;
 
@@ -712,6 +726,8 @@ take_name(DLock *lock, DOwner *owner, int mode, int64 ticket, int64 ttl_us,
 	return h;
 }
 
+static void convert_now(DHolder *h, int mode, TimestampTz now);
+
 /*
  * grant_group
  *		Grant every part of a request on several locks at once: each named
@@ -731,8 +747,14 @@ grant_group(DGroup *g, TimestampTz now)
 	{
 		DWaiter    *e = lfirst(lc);
 
-		last = take_name(e->lock, e->owner, e->mode, e->ticket, e->ttl_us,
-						 e->pid, e->backend_start, now);
+		if (e->holder)
+		{
+			last = e->holder;
+			convert_now(last, e->mode, now);
+		}
+		else
+			last = take_name(e->lock, e->owner, e->mode, e->ticket, e->ttl_us,
+							 e->pid, e->backend_start, now);
 		tokens[i++] = last->token;
 	}
 	if (g->nnamed == 1)
@@ -795,6 +817,14 @@ grant_waiters(DLock *lock, TimestampTz now)
 
 		if (compatible(c->mode, ahead) && compatible(c->mode, others_held(lock, h->owner)))
 		{
+			if (c->group)
+			{
+				if (group_grantable(c->group, c))
+					grant_group(c->group, now);
+				else
+					ahead |= DLOCK_MODE_BIT(c->mode);
+				continue;
+			}
 			convert_holder(h, c->mode);
 			answer(c->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
 			waiter_remove(c);
@@ -1352,11 +1382,56 @@ do_renew(Request *r, TimestampTz now)
  *		every new request, until compatible with the other holders and the
  *		conversions queued before it; the holder keeps its old mode meanwhile.
  */
+static void drain_scans(TimestampTz now);
+
+/*
+ * convert_now
+ *		Give a held lock its new mode at once, moving the intentions on the
+ *		ancestors of a path from the old mode's to the new mode's.
+ */
+static void
+convert_now(DHolder *h, int mode, TimestampTz now)
+{
+	int			from = dlock_intention_mode(h->mode);
+	int			to = dlock_intention_mode(mode);
+
+	if (from != to)
+	{
+		char	   *anc[DLOCK_MAX_DEPTH];
+		int			n = path_ancestors(h->lock->name, anc);
+
+		for (int i = 0; i < n; i++)
+		{
+			DLock	   *a = lock_get(anc[i]);
+
+			if (to != DLOCK_MODE_INVALID)
+				implied_add(a, h->owner, to, h->pid, h->backend_start, now);
+			if (from != DLOCK_MODE_INVALID)
+				implied_drop(a, h->owner, from);
+		}
+	}
+	convert_holder(h, mode);
+}
+
+/*
+ * do_convert
+ *		Change the mode of a held lock.  Down (or to a mode the held one
+ *		includes) is immediate and may let waiters in.  Up waits, ahead of
+ *		every new request, until compatible with the other holders and the
+ *		conversions queued before it; the holder keeps its old mode meanwhile.
+ *		A path whose new mode needs a stronger intention on its ancestors
+ *		also queues for those, and the whole conversion is granted together.
+ */
 static void
 do_convert(Request *r, TimestampTz now)
 {
 	DHolder    *h = find_holder(r);
 	DLock	   *lock;
+	int			to;
+	char	   *anc[DLOCK_MAX_DEPTH];
+	DLock	   *anc_lock[DLOCK_MAX_DEPTH];
+	int			n = 0;
+	bool		now_ok;
 
 	if (h == NULL)
 	{
@@ -1364,40 +1439,6 @@ do_convert(Request *r, TimestampTz now)
 		return;
 	}
 	lock = h->lock;
-	if (dlock_name_is_path(lock->name, strlen(lock->name)))
-	{
-		int			from = dlock_intention_mode(h->mode);
-		int			to = dlock_intention_mode(r->mode);
-
-		if (from != to)
-		{
-			char	   *anc[DLOCK_MAX_DEPTH];
-			int			n = path_ancestors(lock->name, anc);
-
-			/* weaker intentions are always compatible with what we held */
-			if (n > 0 && to != DLOCK_MODE_INVALID &&
-				(from == DLOCK_MODE_INVALID || !dlock_mode_covers(from, to)))
-			{
-				answer_error(r->slotno, DLOCK_STATUS_UNSUPPORTED,
-							 psprintf("converting path lock \"%s\" from %s to %s needs stronger intention locks on its parents, which dlock_convert does not take yet; release it and acquire it in the new mode",
-									  lock->name, dlock_mode_name(h->mode),
-									  dlock_mode_name(r->mode)));
-				return;
-			}
-			if (n > 0 && h->conversion == NULL)
-			{
-				for (int i = 0; i < n; i++)
-				{
-					DLock	   *a = lock_get(anc[i]);
-
-					if (to != DLOCK_MODE_INVALID)
-						implied_add(a, h->owner, to, h->pid, h->backend_start, now);
-					if (from != DLOCK_MODE_INVALID)
-						implied_drop(a, h->owner, from);
-				}
-			}
-		}
-	}
 	if (h->conversion)
 	{
 		answer_error(r->slotno, DLOCK_STATUS_ERROR,
@@ -1406,27 +1447,65 @@ do_convert(Request *r, TimestampTz now)
 	}
 	if (dlock_mode_covers(h->mode, r->mode))
 	{
-		convert_holder(h, r->mode);
+		/* weaker intentions are always compatible with the ones held */
+		convert_now(h, r->mode, now);
 		answer(r->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
 		grant_waiters(lock, now);
+		drain_scans(now);
 		return;
 	}
-	if (compatible(r->mode, others_held(lock, h->owner)) &&
-		dlist_is_empty(&lock->converts))
+
+	/* up: the lock, and the ancestors whose intention must grow */
+	to = dlock_intention_mode(r->mode);
+	if (to != DLOCK_MODE_INVALID)
 	{
-		convert_holder(h, r->mode);
+		int			na = path_ancestors(lock->name, anc);
+
+		for (int i = 0; i < na; i++)
+		{
+			DLock	   *a = lock_get(anc[i]);
+
+			if (!covered_by_own(a, h->owner, to))
+				anc_lock[n++] = a;
+		}
+	}
+	now_ok = compatible(r->mode, others_held(lock, h->owner)) &&
+		dlist_is_empty(&lock->converts);
+	for (int i = 0; i < n; i++)
+		now_ok = now_ok && grantable_now(anc_lock[i], h->owner, to);
+	if (now_ok)
+	{
+		convert_now(h, r->mode, now);
 		answer(r->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
+		drain_scans(now);
 		return;
 	}
 	{
 		DWaiter    *c = enqueue(r, h->owner, lock, h, r->mode, now);
-		char	   *cycle = deadlock_cycle(c);
 
-		if (cycle)
+		if (n > 0)
 		{
-			withdraw_waiter(c, now);
-			answer_error(r->slotno, DLOCK_STATUS_DEADLOCK, cycle);
+			MemoryContext old = MemoryContextSwitchTo(state_cxt);
+			DGroup	   *g = palloc0(sizeof(DGroup));
+
+			g->named = list_make1(c);
+			g->parts = list_make1(c);
+			g->nnamed = 1;
+			c->group = g;
+			MemoryContextSwitchTo(old);
+			for (int i = 0; i < n; i++)
+			{
+				DWaiter    *x = enqueue(r, h->owner, anc_lock[i], NULL, to, now);
+
+				x->implied = true;
+				x->group = g;
+				old = MemoryContextSwitchTo(state_cxt);
+				g->parts = lappend(g->parts, x);
+				MemoryContextSwitchTo(old);
+			}
+			slot_waiter[r->slotno] = c;
 		}
+		check_deadlock(c, r->slotno, now);
 	}
 }
 

@@ -23,7 +23,8 @@ A scenario file (*.scen) is a list of steps, one per line:
 
 The output (results, errors with SQLSTATE, warnings; pids replaced by
 session names) is compared with expected/<name>.out.
-Usage: run.py [--accept] [scenario ...]; connection from PG* variables.
+Usage: run.py [--accept] [scenario ...]; connection from PG* variables;
+SCEN_TRACE=1 prints each step to stderr as it starts.
 """
 import difflib
 import os
@@ -112,6 +113,8 @@ class Scenario:
             return cur.fetchall()
 
     def step(self, line):
+        if os.environ.get("SCEN_TRACE"):
+            print("  [%s] %s" % (os.path.basename(self.path), line), file=sys.stderr, flush=True)
         m = re.match(r"^(\w+)(:|&)\s*(.*)$", line)
         if m and m.group(1) in self.sessions:
             s = self.sessions[m.group(1)]
