@@ -1,0 +1,155 @@
+/*
+ * handoff.c — contended hand-off driver: N clients loop acquire -> hold ->
+ * release on one lock for T seconds, each on its own libpq connection (one
+ * thread each).  Prints one line of figures:
+ *
+ *   handoffs_per_s jain wait_p50_ms wait_p99_ms wait_max_ms
+ *
+ * Usage: handoff CONNINFO KIND CLIENTS SECONDS HOLD_MS
+ *   KIND: dlock | advisory
+ * Wait time is measured around the acquire call with CLOCK_MONOTONIC.
+ */
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct Client
+{
+	pthread_t	thread;
+	PGconn	   *conn;
+	long		count;
+	double	   *waits;			/* ms */
+	long		nwaits;
+	long		capwaits;
+} Client;
+
+static const char *kind;
+static double hold_ms;
+static volatile int running = 1;
+static volatile int started = 0;
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+static void
+run(PGconn *conn, const char *sql)
+{
+	PGresult   *r = PQexec(conn, sql);
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+	{
+		fprintf(stderr, "%s: %s", sql, PQerrorMessage(conn));
+		exit(1);
+	}
+	PQclear(r);
+}
+
+static void *
+client_main(void *arg)
+{
+	Client	   *c = arg;
+	const char *acq = strcmp(kind, "dlock") == 0 ?
+		"SELECT dlock_acquire('bench/one')" : "SELECT pg_advisory_lock(1)";
+	const char *rel = strcmp(kind, "dlock") == 0 ?
+		"SELECT dlock_release('bench/one')" : "SELECT pg_advisory_unlock(1)";
+
+	while (!started)
+		usleep(1000);
+	while (running)
+	{
+		double		t0 = now_ms();
+
+		run(c->conn, acq);
+		if (c->nwaits == c->capwaits)
+		{
+			c->capwaits = c->capwaits ? c->capwaits * 2 : 4096;
+			c->waits = realloc(c->waits, sizeof(double) * c->capwaits);
+		}
+		c->waits[c->nwaits++] = now_ms() - t0;
+		if (hold_ms > 0)
+			usleep((useconds_t) (hold_ms * 1000));
+		run(c->conn, rel);
+		c->count++;
+	}
+	return NULL;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+int
+main(int argc, char **argv)
+{
+	int			n;
+	double		seconds;
+	Client	   *cs;
+	long		total = 0,
+				nw = 0;
+	double		sum = 0,
+				sumsq = 0,
+				*all;
+
+	if (argc != 6)
+	{
+		fprintf(stderr, "usage: handoff CONNINFO dlock|advisory CLIENTS SECONDS HOLD_MS\n");
+		return 2;
+	}
+	kind = argv[2];
+	n = atoi(argv[3]);
+	seconds = atof(argv[4]);
+	hold_ms = atof(argv[5]);
+	cs = calloc(n, sizeof(Client));
+	for (int i = 0; i < n; i++)
+	{
+		cs[i].conn = PQconnectdb(argv[1]);
+		if (PQstatus(cs[i].conn) != CONNECTION_OK)
+		{
+			fprintf(stderr, "connect: %s", PQerrorMessage(cs[i].conn));
+			return 1;
+		}
+		pthread_create(&cs[i].thread, NULL, client_main, &cs[i]);
+	}
+	started = 1;
+	usleep((useconds_t) (seconds * 1e6));
+	running = 0;
+	for (int i = 0; i < n; i++)
+	{
+		pthread_join(cs[i].thread, NULL);
+		total += cs[i].count;
+		sum += cs[i].count;
+		sumsq += (double) cs[i].count * cs[i].count;
+		nw += cs[i].nwaits;
+	}
+	all = malloc(sizeof(double) * (nw ? nw : 1));
+	nw = 0;
+	for (int i = 0; i < n; i++)
+	{
+		memcpy(all + nw, cs[i].waits, sizeof(double) * cs[i].nwaits);
+		nw += cs[i].nwaits;
+		PQfinish(cs[i].conn);
+	}
+	qsort(all, nw, sizeof(double), cmp_double);
+	printf("%.0f %.4f %.2f %.2f %.2f\n",
+		   total / seconds,
+		   sumsq > 0 ? (sum * sum) / (n * sumsq) : 0.0,
+		   nw ? all[nw / 2] : 0.0,
+		   nw ? all[(long) (nw * 0.99)] : 0.0,
+		   nw ? all[nw - 1] : 0.0);
+	return 0;
+}
