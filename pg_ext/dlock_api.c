@@ -469,6 +469,15 @@ arg_ttl_us(FunctionCallInfo fcinfo, int argno)
 	return us;
 }
 
+/* When a wait with the given timeout argument gives up; 0: never. */
+static TimestampTz
+arg_timeout_at(FunctionCallInfo fcinfo, int argno)
+{
+	int64		us = arg_interval_us(fcinfo, argno, "timeout");
+
+	return us > 0 ? GetCurrentTimestamp() + us : 0;
+}
+
 static void
 arg_owner(FunctionCallInfo fcinfo, int argno, const char **owner, int *len)
 {
@@ -557,11 +566,13 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 	}
 }
 
-/* Fill the parts of an acquire request common to both variants. */
+/* Fill what the acquire functions share; name_arg -1: the caller sets the names. */
 static void
-acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int ttl_arg, int owner_arg)
+acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg,
+				int ttl_arg, int owner_arg)
 {
-	arg_name(fcinfo, 0, &req->name, &req->name_len);
+	if (name_arg >= 0)
+		arg_name(fcinfo, name_arg, &req->name, &req->name_len);
 	req->mode = arg_mode(fcinfo, 1);
 	req->ttl_us = arg_ttl_us(fcinfo, ttl_arg);
 	arg_owner(fcinfo, owner_arg, &req->owner, &req->owner_len);
@@ -575,13 +586,10 @@ dlock_acquire(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 	DLockReply	reply;
-	int64		timeout_us;
 
 	req.op = DLOCK_OP_ACQUIRE;
-	acquire_request(fcinfo, &req, 3, 4);
-	timeout_us = arg_interval_us(fcinfo, 2, "timeout");
-	if (timeout_us > 0)
-		req.timeout_at = GetCurrentTimestamp() + timeout_us;
+	acquire_request(fcinfo, &req, 0, 3, 4);
+	req.timeout_at = arg_timeout_at(fcinfo, 2);
 
 	dlock_call(&req, &reply);
 	report_common(&req, &reply);
@@ -629,7 +637,6 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 	NameRef    *sorted;
 	int			nunique = 0;
 	StringInfoData packed;
-	int64		timeout_us;
 	Datum	   *out;
 
 	if (PG_ARGISNULL(0))
@@ -685,14 +692,8 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 	req.name = packed.data;
 	req.name_len = packed.len;
 	req.nnames = nunique;
-	req.mode = arg_mode(fcinfo, 1);
-	req.ttl_us = arg_ttl_us(fcinfo, 3);
-	arg_owner(fcinfo, 4, &req.owner, &req.owner_len);
-	if (req.owner && req.ttl_us == 0)
-		req.ttl_us = (int64) dlock_default_ttl_ms * 1000;
-	timeout_us = arg_interval_us(fcinfo, 2, "timeout");
-	if (timeout_us > 0)
-		req.timeout_at = GetCurrentTimestamp() + timeout_us;
+	acquire_request(fcinfo, &req, -1, 3, 4);
+	req.timeout_at = arg_timeout_at(fcinfo, 2);
 
 	dlock_call(&req, &reply);
 	report_common(&req, &reply);
@@ -718,7 +719,7 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 	DLockReply	reply;
 
 	req.op = DLOCK_OP_TRY;
-	acquire_request(fcinfo, &req, 2, 3);
+	acquire_request(fcinfo, &req, 0, 2, 3);
 
 	dlock_call(&req, &reply);
 	report_common(&req, &reply);
@@ -735,15 +736,12 @@ dlock_convert(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 	DLockReply	reply;
-	int64		timeout_us;
 
 	req.op = DLOCK_OP_CONVERT;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	req.mode = arg_mode(fcinfo, 1);
-	timeout_us = arg_interval_us(fcinfo, 2, "timeout");
+	req.timeout_at = arg_timeout_at(fcinfo, 2);
 	arg_owner(fcinfo, 3, &req.owner, &req.owner_len);
-	if (timeout_us > 0)
-		req.timeout_at = GetCurrentTimestamp() + timeout_us;
 
 	dlock_call(&req, &reply);
 	report_common(&req, &reply);
