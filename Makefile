@@ -1,5 +1,5 @@
 # dlock — one entry point: build, install, run, check, bench.
-.PHONY: all deps build install check run stop bench clean
+.PHONY: all deps build install check run stop bench torture clean
 
 all: build
 
@@ -26,6 +26,10 @@ stop:
 bench:
 	@if [ -x bench/run.sh ]; then bench/run.sh $(if $(QUICK),--quick); \
 	else echo "bench/run.sh is not there yet"; exit 1; fi
+
+# fencing-checked torture run with faults; QUICK=1 for 20 s
+torture: install
+	regress/torture/run.sh $(if $(QUICK),--quick)
 
 clean:
 	$(MAKE) -C pg_ext clean

@@ -69,6 +69,8 @@ typedef struct DLockReply
 
 static bool session_registered = false;
 
+static void wait_for_worker(void);
+
 static void
 check_loaded(void)
 {
@@ -95,6 +97,31 @@ worker_running(void)
 	pid = dlock_shared->worker_pid;
 	SpinLockRelease(&dlock_shared->mutex);
 	return pid != 0;
+}
+
+/*
+ * How long a call waits for a worker that is restarting (it comes back
+ * after bgw_restart_time, 1 s) before it reports that none runs.
+ */
+#define DLOCK_WORKER_GRACE_MS 3000
+
+static void error_no_worker(void);
+
+static void
+wait_for_worker(void)
+{
+	TimestampTz give_up = GetCurrentTimestamp() +
+		(int64) DLOCK_WORKER_GRACE_MS * 1000;
+
+	while (!worker_running())
+	{
+		if (GetCurrentTimestamp() >= give_up)
+			error_no_worker();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 50, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 static void
@@ -159,8 +186,7 @@ my_slot(void)
 			SpinLockRelease(&slot->mutex);
 			if (!busy)
 				break;
-			if (!worker_running())
-				error_no_worker();
+			wait_for_worker();
 			dlock_wake_worker();
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 10, PG_WAIT_EXTENSION);
@@ -306,14 +332,11 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 		SpinLockRelease(&slot->mutex);
 		if (state != DLOCK_SLOT_FREE)
 		{
-			if (!worker_running())
-				error_no_worker();
+			wait_for_worker();
 			wait_uninterruptibly(slot, reply);
 		}
 	}
-	if (!worker_running())
-		error_no_worker();
-
+	wait_for_worker();
 	submit(slot, req);
 
 	PG_TRY();

@@ -71,6 +71,10 @@ section "restart and crash"
 regress/restart/run.sh > "$DIR/restart.log" 2>&1; rc=$?
 cat "$DIR/restart.log"; record_from restart "$DIR/restart.log" $rc
 
+section "torture (quick): 64 clients, random operations and faults, fencing-checked"
+regress/torture/run.sh --quick > "$DIR/torture.log" 2>&1; rc=$?
+cat "$DIR/torture.log"; record_from torture "$DIR/torture.log" $rc
+
 section "set-up errors"
 regress/setup/run.sh > "$DIR/setup.log" 2>&1; rc=$?
 cat "$DIR/setup.log"; record_from setup "$DIR/setup.log" $rc
