@@ -69,7 +69,7 @@ typedef struct DLockReply
 
 static bool session_registered = false;
 
-static void wait_for_worker(void);
+static bool wait_for_worker(TimestampTz timeout_at);
 
 static void
 check_loaded(void)
@@ -107,21 +107,31 @@ worker_running(void)
 
 static void error_no_worker(void);
 
-static void
-wait_for_worker(void)
+/*
+ * wait_for_worker
+ *		Wait for a restarting worker.  Returns false if the request's own
+ *		timeout (0: none) passed first; raises the error after the grace.
+ */
+static bool
+wait_for_worker(TimestampTz timeout_at)
 {
 	TimestampTz give_up = GetCurrentTimestamp() +
 		(int64) DLOCK_WORKER_GRACE_MS * 1000;
 
 	while (!worker_running())
 	{
-		if (GetCurrentTimestamp() >= give_up)
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (timeout_at != 0 && now >= timeout_at)
+			return false;
+		if (now >= give_up)
 			error_no_worker();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 50, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	return true;
 }
 
 static void
@@ -186,7 +196,7 @@ my_slot(void)
 			SpinLockRelease(&slot->mutex);
 			if (!busy)
 				break;
-			wait_for_worker();
+			(void) wait_for_worker(0);
 			dlock_wake_worker();
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 10, PG_WAIT_EXTENSION);
@@ -332,11 +342,24 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 		SpinLockRelease(&slot->mutex);
 		if (state != DLOCK_SLOT_FREE)
 		{
-			wait_for_worker();
+			if (!wait_for_worker(req->timeout_at))
+			{
+				reply->status = DLOCK_STATUS_CANCELED;	/* timed out first */
+				return;
+			}
 			wait_uninterruptibly(slot, reply);
+			SpinLockAcquire(&slot->mutex);
+			state = slot->state;
+			SpinLockRelease(&slot->mutex);
+			if (state != DLOCK_SLOT_FREE)
+				error_no_worker();
 		}
 	}
-	wait_for_worker();
+	if (!wait_for_worker(req->timeout_at))
+	{
+		reply->status = DLOCK_STATUS_CANCELED;	/* timed out, never submitted */
+		return;
+	}
 	submit(slot, req);
 
 	PG_TRY();

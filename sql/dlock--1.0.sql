@@ -53,6 +53,22 @@ CREATE TABLE dlock.queue (
     implied        boolean     NOT NULL DEFAULT false  -- an intention part of a path request
 );
 
+/*
+ * An owner key is what guards release: show it only to roles that may read
+ * all statistics; others see a fingerprint they can match against their own
+ * key (md5 of the key, first 12 hex digits).
+ */
+CREATE FUNCTION dlock.shown_owner(key text) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog
+AS $$
+    SELECT CASE
+        WHEN key IS NULL THEN NULL
+        WHEN pg_catalog.pg_has_role(current_user, 'pg_read_all_stats', 'MEMBER') THEN key
+        ELSE 'md5:' || pg_catalog.left(pg_catalog.md5(key), 12)
+    END
+$$;
+
 -- Tickets below hi may have been handed out: a restarted worker starts at hi.
 CREATE TABLE dlock.ticket_counter (
     hi             bigint      NOT NULL
@@ -63,7 +79,7 @@ REVOKE ALL ON dlock.held, dlock.queue, dlock.ticket_counter FROM PUBLIC;
 
 CREATE VIEW dlock.locks AS
 SELECT h.name, h.mode, true AS granted, NULL::integer AS position,
-       h.owner, h.pid, h.backend_start, h.token, h.count,
+       dlock.shown_owner(h.owner) AS owner, h.pid, h.backend_start, h.token, h.count,
        h.granted_at AS since, h.expires_at, NULL::timestamptz AS timeout_at,
        false AS conversion, h.implied
   FROM dlock.held h
@@ -71,7 +87,7 @@ UNION ALL
 SELECT q.name, q.mode, false,
        (pg_catalog.row_number() OVER (PARTITION BY q.name
                                       ORDER BY q.conversion DESC, q.ticket))::integer,
-       q.owner, q.pid, q.backend_start, q.ticket, NULL::integer,
+       dlock.shown_owner(q.owner), q.pid, q.backend_start, q.ticket, NULL::integer,
        q.since, NULL::timestamptz, q.timeout_at, q.conversion, q.implied
   FROM dlock.queue q;
 

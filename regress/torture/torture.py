@@ -42,6 +42,7 @@ SLACK = 2.0  # seconds a call may overrun its timeout (reap interval, load)
 lock = threading.Lock()
 stats = {}
 violations = []
+deadlocks = []
 
 
 def count(key, n=1):
@@ -207,6 +208,8 @@ class Client(threading.Thread):
                     count("cancelled (57014)")
                 elif code == "40P01":
                     count("deadlock (40P01)")
+                    with lock:
+                        deadlocks.append(e.diag.message_detail)
                 elif code in ("57P01", None):
                     count("connection lost")
                 elif code == "55000":
@@ -305,6 +308,8 @@ def main():
         print("%s %s%s" % ("ok  " if ok else "FAIL", what, "" if ok else " (got %s)" % got))
         passed += ok
         failed += not ok
+    for d in deadlocks[:5]:
+        print("deadlock reported:", d)
     for v in violations[:20]:
         print("VIOLATION", v)
     if violations:
