@@ -245,6 +245,12 @@ wait_uninterruptibly(DLockSlot *slot, DLockReply *reply)
 	{
 		if (!worker_running())
 		{
+			/*
+			 * A worker publishes its answers before it clears its pid, so one
+			 * that answered and then left is seen here: look once more.
+			 */
+			if (take_reply(slot, reply))
+				return;
 			reply->status = DLOCK_STATUS_CANCELED;
 			return;
 		}
