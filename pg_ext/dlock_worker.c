@@ -1220,7 +1220,7 @@ do_acquire(Request *r, TimestampTz now)
 {
 	DOwner	   *owner = owner_get(r->owner, r->pid, r->session_start);
 	int			intention = dlock_intention_mode(r->mode);
-	DLock	  **locks = palloc(sizeof(DLock *) * r->nnames);
+	DLock	  **locks = palloc0(sizeof(DLock *) * r->nnames);	/* NULL: not looked up */
 	List	   *parts_locks = NIL;	/* (lock, mode) of every intention part */
 	List	   *parts_modes = NIL;
 	bool		now_ok = true;

@@ -40,9 +40,11 @@ make -s -C pg_ext >/dev/null && make -s -C pg_ext install >/dev/null ||
     { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 echo "installed into $(pg_config --pkglibdir)"
 
-section "core unit tests"
-make -s -C core check > "$DIR/core.log" 2>&1; rc=$?
-cat "$DIR/core.log"; record_from core "$DIR/core.log" $rc
+if [ -f core/Makefile ]; then
+    section "core unit tests"
+    make -s -C core check > "$DIR/core.log" 2>&1; rc=$?
+    cat "$DIR/core.log"; record_from core "$DIR/core.log" $rc
+fi
 
 section "PostgreSQL cluster"
 "$ROOT/scripts/pg_cluster.sh" start "$DIR/pg" "$PORT" || { echo "0 passed, 1 failed"; exit 1; }
@@ -50,15 +52,23 @@ export PGHOST=$DIR/pg PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 echo "running on $PGHOST port $PGPORT"
 
 section "pg_regress"
+# dlock lives in database postgres only (dlock.database), where the
+# extension was created: the tests run there, not in a fresh database
 tests=$(cd regress/sql && ls *.sql | sed 's/\.sql$//' | sort)
+ntests=$(echo $tests | wc -w)
 /usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress \
-    --inputdir=regress --outputdir="$DIR/regress" --use-existing \
-    --dbname=postgres $tests > "$DIR/regress.log" 2>&1
+    --inputdir=regress --outputdir="$DIR/regress" \
+    --host="$PGHOST" --port="$PGPORT" --user=postgres \
+    --use-existing --dbname=postgres $tests > "$DIR/regress.log" 2>&1; rc=$?
 cat "$DIR/regress.log"
+# PostgreSQL 15 prints "test NAME ... ok" or "... FAILED" per test
 ok=$(grep -cE '^(ok|test) .* \.\.\. ok' "$DIR/regress.log")
-bad=$(grep -cE '\.\.\. FAILED' "$DIR/regress.log")
+bad=$(grep -cE '\.\.\. (FAILED|failed)' "$DIR/regress.log")
+# a test that did not report (pg_regress could not connect, crashed) failed
+[ $((ok + bad)) -lt "$ntests" ] && bad=$((ntests - ok))
+[ "$rc" -ne 0 ] && [ "$bad" -eq 0 ] && bad=1
 record pg_regress "$ok" "$bad"
-[ "$bad" -gt 0 ] && cat "$DIR/regress/regression.diffs"
+[ -f "$DIR/regress/regression.diffs" ] && [ "$bad" -gt 0 ] && cat "$DIR/regress/regression.diffs"
 
 section "multi-session scenarios"
 /usr/bin/python3 regress/scenarios/run.py > "$DIR/scen.log" 2>&1; rc=$?
@@ -71,9 +81,9 @@ section "restart and crash"
 regress/restart/run.sh > "$DIR/restart.log" 2>&1; rc=$?
 cat "$DIR/restart.log"; record_from restart "$DIR/restart.log" $rc
 
-section "torture (quick): 64 clients, random operations and faults, fencing-checked"
+section "fuzzer and torture (quick): random bad input; 64 clients with faults, fencing-checked"
 regress/torture/run.sh --quick > "$DIR/torture.log" 2>&1; rc=$?
-cat "$DIR/torture.log"; record_from torture "$DIR/torture.log" $rc
+cat "$DIR/torture.log"; record_from fuzz "$DIR/torture.log" 0; record_from torture "$DIR/torture.log" $rc
 
 section "set-up errors"
 regress/setup/run.sh > "$DIR/setup.log" 2>&1; rc=$?

@@ -13,13 +13,17 @@ if [ "${1:-start}" == "stop" ]; then
     exit 0
 fi
 
+# a throwaway: one left from an earlier `make run` is replaced
+if "$ROOT/scripts/pg_cluster.sh" status "$DIR" >/dev/null 2>&1 || [ -d "$DIR" ]; then
+    "$ROOT/scripts/pg_cluster.sh" stop "$DIR"; rm -rf "$DIR"
+fi
 "$ROOT/scripts/deps.sh"
 make -s -C "$ROOT/pg_ext" >/dev/null
 make -s -C "$ROOT/pg_ext" install >/dev/null
 PG_EXTRA_CONF="dlock.reap_interval = '100ms'" "$ROOT/scripts/pg_cluster.sh" start "$DIR" "$PORT"
 export PGHOST=$DIR PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 say() { printf '\n-- %s\n' "$*"; }
-sql() { printf '%s> %s\n' "$1" "$2"; psql -X -At -c "$2" | sed 's/^/     /'; }
+sql() { printf '%s> %s\n' "$1" "$2"; psql -X -P footer=off -c "$2" | sed 's/^/     /'; }
 
 say "Alice, Bob and Carol ask for orders/42, in that order; each holds it 0.5 s"
 for who in alice bob carol; do

@@ -3,7 +3,7 @@
 # only those missing (apt-get update once, only if something is missing).
 set -eu
 need=()
-for p in build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib \
+for p in build-essential postgresql-15 postgresql-server-dev-15 \
          libpq-dev python3-psycopg2 "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done

@@ -2,16 +2,22 @@
 # scripts/pg_cluster.sh — a throwaway PostgreSQL 15 cluster with dlock.
 #
 #   pg_cluster.sh start DIR PORT   initdb (if needed) and start; CREATE EXTENSION
-#   pg_cluster.sh stop DIR         stop it (fast, then immediate, then kill)
+#   pg_cluster.sh stop DIR [PORT]  stop it (fast, then immediate, then SIGKILL
+#                                  of the postmaster's pid)
+#   pg_cluster.sh status DIR [PORT] "running (pid N, port P)" and exit 0, or
+#                                  "stopped" and exit 3
 #   pg_cluster.sh restart DIR MODE pg_ctl restart -m MODE
 #
-# The cluster runs as the postgres user (PostgreSQL refuses root), listens
-# only on a unix socket in DIR, on the private PORT.  Extra postgresql.conf
-# lines come from $PG_EXTRA_CONF; PG_FSYNC=on keeps fsync (default off: fine
-# for functional tests, never for benchmarks or crash tests).
+# The cluster runs as the postgres user (PostgreSQL refuses root), datadir
+# DIR/data, listens only on a unix socket in DIR (made mode 755 and owned by
+# postgres, so DIR's parents must be traversable: /tmp/dlock-… is), on the
+# private PORT.  Extra postgresql.conf lines come from $PG_EXTRA_CONF (they
+# come last, so they override the defaults here); PG_FSYNC=on keeps fsync
+# and initdb's sync (default off: fine for functional tests, never for
+# benchmarks or crash tests).
 set -eu
 BIN=${PGBIN:-/usr/lib/postgresql/15/bin}
-cmd=${1:?usage: pg_cluster.sh start|stop|restart DIR [PORT|MODE]}
+cmd=${1:?usage: pg_cluster.sh start|stop|status|restart DIR [PORT|MODE]}
 DIR=${2:?DIR}
 
 as_pg() { runuser -u postgres -- "$@"; }
@@ -21,7 +27,8 @@ start)
     PORT=${3:?PORT}
     mkdir -p "$DIR"; chmod 755 "$DIR"; chown postgres: "$DIR"
     if [ ! -f "$DIR/data/PG_VERSION" ]; then
-        as_pg "$BIN/initdb" -D "$DIR/data" --no-sync -A trust -U postgres -E UTF8 --locale=C.UTF-8 >/dev/null
+        nosync=--no-sync; [ "${PG_FSYNC:-off}" == "on" ] && nosync=
+        as_pg "$BIN/initdb" -D "$DIR/data" $nosync -A trust -U postgres -E UTF8 --locale=C.UTF-8 >/dev/null
         cat >> "$DIR/data/postgresql.conf" <<CONF
 port = $PORT
 listen_addresses = ''
@@ -35,8 +42,11 @@ log_line_prefix = '%m [%p] '
 ${PG_EXTRA_CONF:-}
 CONF
     fi
-    as_pg "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start >/dev/null
+    as_pg "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start >/dev/null ||
+        { echo "pg_cluster.sh: the server did not start; end of $DIR/server.log:" >&2
+          tail -20 "$DIR/server.log" >&2; exit 1; }
     psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres \
+        -c "SET client_min_messages = warning" \
         -c "CREATE EXTENSION IF NOT EXISTS dlock" >/dev/null
     ;;
 stop)
@@ -44,7 +54,19 @@ stop)
     pid=$(head -1 "$DIR/data/postmaster.pid")
     as_pg "$BIN/pg_ctl" -D "$DIR/data" -m fast -t 30 stop >/dev/null 2>&1 ||
         as_pg "$BIN/pg_ctl" -D "$DIR/data" -m immediate -t 10 stop >/dev/null 2>&1 ||
-        kill -9 "$pid" 2>/dev/null || true
+        { # last resort: SIGKILL, but only if that pid is still this
+          # cluster's postmaster (a stale pid file may name another process)
+          if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-D $DIR/data"; then
+              kill -9 "$pid"; sleep 0.5
+          fi; } || true
+    ;;
+status)
+    pid=$(head -1 "$DIR/data/postmaster.pid" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        echo "running (pid $pid, port $(sed -n 4p "$DIR/data/postmaster.pid"), socket $DIR)"
+    else
+        echo "stopped"; exit 3
+    fi
     ;;
 restart)
     as_pg "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -m "${3:-fast}" -w -t 60 restart >/dev/null

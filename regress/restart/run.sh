@@ -6,7 +6,11 @@
 #   SIGKILL of a holding and of a waiting backend (PostgreSQL then restarts
 #   every backend): the same, plus the worker restarting with them.
 #   SIGKILL of the worker: a crash restart too, nothing acknowledged lost.
+#   crash.scen: a SIGKILL crash written as a scenario (regress/scenarios/run.py
+#   --dir regress/restart), with its expected transcript in expected/.
 #   a lease with nobody waiting disappears about when it runs out.
+#   a lease that ran out while the server was down is held again for
+#   dlock.restart_grace after the restart, and can be renewed.
 #
 # Uses its own cluster (fsync on: crash tests must not cheat) and stops it.
 set -u
@@ -47,6 +51,7 @@ PG_FSYNC=on "$ROOT/scripts/pg_cluster.sh" start "$DIR" "$PORT" || { echo "restar
 
 snapshot="SELECT string_agg(name || '=' || token || '@' || expires_at, ',' ORDER BY name) FROM dlock.locks WHERE owner IS NOT NULL"
 
+maxtok=0  # the largest token or ticket seen so far, over every round
 for kind in restart kill-backends kill-worker; do
     q "SELECT dlock_acquire('lease-a', ttl => '1 hour', owner => 'ka')" >/dev/null
     q "SELECT dlock_acquire('lease-b', ttl => '2 hours', owner => 'kb')" >/dev/null
@@ -55,7 +60,7 @@ for kind in restart kill-backends kill-worker; do
     bg_session waiter "SELECT dlock_acquire('sess-$kind')"
     wait_for "SELECT count(*) = 1 FROM dlock.locks WHERE name = 'sess-$kind' AND NOT granted"
     before=$(q "$snapshot")
-    maxtok=$(q "SELECT max(token) FROM dlock.locks")
+    maxtok=$(q "SELECT greatest(max(token), $maxtok) FROM dlock.locks")
     case $kind in
     restart) "$ROOT/scripts/pg_cluster.sh" restart "$DIR" immediate ;;
     kill-backends)
@@ -69,8 +74,10 @@ for kind in restart kill-backends kill-worker; do
     check "$kind: session lock and queue entry gone" \
         "$(q "SELECT count(*) FROM dlock.locks WHERE name = 'sess-$kind'")" "0"
     check "$kind: no waiters left" "$(q "SELECT count(*) FROM dlock.queue")" "0"
+    newtok=$(q "SELECT dlock_acquire('new-$kind')")
     check "$kind: new token beyond every old one" \
-        "$(q "SELECT dlock_acquire('new-$kind') > $maxtok")" "t"
+        "$(q "SELECT $newtok > $maxtok")" "t"
+    maxtok=$newtok
     q "SELECT dlock_release('new-$kind')" >/dev/null
     wait
 done
@@ -79,6 +86,15 @@ done
 check "crash restarts logged" \
     "$(grep -c 'terminating any other active server processes' "$DIR/server.log")" "2"
 
+# the same kind of crash written as a scenario, through the scenario runner
+check "the leases end when released" \
+    "$(q "SELECT dlock_release_all('ka') + dlock_release_all('kb')") $(q "SELECT count(*) FROM dlock.locks")" "2 0"
+PGHOST=$DIR PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres \
+    /usr/bin/python3 "$ROOT/regress/scenarios/run.py" --dir "$HERE" crash > "$DIR/crash.log" 2>&1
+sed 's/^/     /' "$DIR/crash.log"
+check "crash scenario (kill -9 of a waiter, crash.scen)" "$(tail -1 "$DIR/crash.log")" \
+    "scenarios: 1 passed, 0 failed"
+
 # a lease nobody waits for goes away about when it runs out
 q "SELECT dlock_acquire('short', ttl => '1 s', owner => 'ks')" >/dev/null
 sleep 0.8
@@ -86,6 +102,23 @@ check "lease still held before expiry" "$(q "SELECT count(*) FROM dlock.locks WH
 sleep 0.6
 check "lease gone after expiry (reap_interval 100ms)" \
     "$(q "SELECT count(*) FROM dlock.locks WHERE name = 'short'")" "0"
+
+# a lease that ran out while the server was down gets dlock.restart_grace
+# (default 5 s) after the restart, so its live holder can come back and renew
+q "SELECT dlock_acquire('grace', ttl => '1 s', owner => 'kg')" >/dev/null
+before=$(q "SELECT token || ' ' || expires_at FROM dlock.locks WHERE name = 'grace'")
+runuser -u postgres -- "${PGBIN:-/usr/lib/postgresql/15/bin}/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null
+sleep 1.5
+"$ROOT/scripts/pg_cluster.sh" start "$DIR" "$PORT"
+wait_ready
+check "lease past its expiry during the downtime: still held, same token, expiry extended by the grace" \
+    "$(q "SELECT token = split_part('$before', ' ', 1)::bigint
+                 AND expires_at > split_part('$before', ' ', 2)::timestamptz + '1 s'
+                 AND expires_at <= now() + '5 s'
+            FROM dlock.locks WHERE name = 'grace'")" "t"
+check "renewed by its owner after the restart" \
+    "$(q "SELECT dlock_renew('grace', '1 min', owner => 'kg') > now() + '59 s'")" "t"
+q "SELECT dlock_release('grace', owner => 'kg')" >/dev/null
 
 echo "restart: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -19,16 +19,28 @@ A scenario file (*.scen) is a list of steps, one per line:
     disconnect s1            close the connection (s1 must not be busy)
     drop s1                  cut s1's socket under a running statement, as a
                              vanished client does
+    kill -9 s1               SIGKILL s1's backend: PostgreSQL restarts every
+                             backend, so every session's connection is lost
+                             (crash scenarios only: regress/restart)
+    reconnect s1 [s2 ...]    new connections once the server and the dlock
+                             worker answer again
     # comment                copied to the output
 
-The output (results, errors with SQLSTATE, warnings; pids replaced by
-session names) is compared with expected/<name>.out.
-Usage: run.py [--accept] [scenario ...]; connection from PG* variables;
-SCEN_TRACE=1 prints each step to stderr as it starts.
+disconnect, drop and terminate return once the backend is gone and holds
+and waits for nothing session-owned any more (or after 15 s, and then the
+next `locks` shows what stayed behind).
+
+The output (results, errors with SQLSTATE, warnings; pids, also earlier
+pids of a reconnected session, replaced by session names) is compared with
+<dir>/expected/<name>.out.
+Usage: run.py [--accept] [--dir DIR] [scenario ...]; DIR defaults to this
+script's directory; connection from PG* variables; SCEN_TRACE=1 prints each
+step to stderr as it starts.  Prints "scenarios: N passed, M failed" last.
 """
 import difflib
 import os
 import re
+import signal
 import socket
 import sys
 import threading
@@ -40,16 +52,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WAIT_LIMIT = 15.0
 
 
+def connect():
+    conn = psycopg2.connect(dbname=os.environ.get("PGDATABASE", "postgres"))
+    conn.autocommit = True
+    return conn
+
+
 class Session:
     def __init__(self, name):
         self.name = name
-        self.conn = psycopg2.connect(dbname=os.environ.get("PGDATABASE", "postgres"))
-        self.conn.autocommit = True
+        self.pids = []  # every backend this session has had, latest last
+        self.thread = None
+        self.outcome = None
+        self.connect()
+
+    def connect(self):
+        self.conn = connect()
         with self.conn.cursor() as cur:
             cur.execute("SELECT pg_backend_pid()")
             self.pid = cur.fetchone()[0]
-        self.thread = None
-        self.outcome = None
+        self.pids.append(self.pid)
 
     def run(self, sql):
         """Execute sql; return the printable outcome lines."""
@@ -61,12 +83,15 @@ class Session:
                     for row in cur.fetchall():
                         lines.append("|".join("" if v is None else str(v) for v in row))
         except psycopg2.Error as e:
-            diag = e.diag
-            lines.append("ERROR %s: %s" % (e.pgcode, diag.message_primary))
-            if diag.message_detail:
-                lines.append("DETAIL: %s" % diag.message_detail)
-        except psycopg2.InterfaceError as e:
-            lines.append("CONNECTION LOST: %s" % str(e).strip())
+            if self.conn.closed or e.pgcode is None:
+                # terminated or crashed backend: whether libpq read the FATAL
+                # message before the socket closed is a race, so say only this
+                lines.append("CONNECTION LOST")
+            else:
+                diag = e.diag
+                lines.append("ERROR %s: %s" % (e.pgcode, diag.message_primary))
+                if diag.message_detail:
+                    lines.append("DETAIL: %s" % diag.message_detail)
         for notice in self.conn.notices if not self.conn.closed else []:
             lines.insert(0, notice.strip())
         if not self.conn.closed:
@@ -95,12 +120,14 @@ class Scenario:
         self.path = path
         self.sessions = {}
         self.out = []
-        self.observer = psycopg2.connect(dbname=os.environ.get("PGDATABASE", "postgres"))
-        self.observer.autocommit = True
+        self.observer = connect()
+
+    def pid_names(self):
+        return {pid: s.name for s in self.sessions.values() for pid in s.pids}
 
     def names_for_pids(self, text):
-        for s in sorted(self.sessions.values(), key=lambda s: -len(str(s.pid))):
-            text = re.sub(r"\b%d\b" % s.pid, s.name, text)
+        for pid, name in sorted(self.pid_names().items(), key=lambda p: -len(str(p[0]))):
+            text = re.sub(r"\b%d\b" % pid, name, text)
         return text
 
     def emit(self, lines, indent="  "):
@@ -111,6 +138,36 @@ class Scenario:
         with self.observer.cursor() as cur:
             cur.execute(sql, args)
             return cur.fetchall()
+
+    def wait_gone(self, s):
+        """until s's backend has exited and nothing session-owned of it is
+        left in dlock.locks (its waits, owner-keyed or not, included)"""
+        deadline = time.monotonic() + WAIT_LIMIT
+        while time.monotonic() < deadline and self.observe(
+                "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
+                " UNION ALL SELECT 1 FROM dlock.locks"
+                "  WHERE pid = %s AND (owner IS NULL OR NOT granted)", (s.pid, s.pid)):
+            time.sleep(0.01)
+
+    def wait_ready(self):
+        """until the server accepts connections and the dlock worker answers
+        (after a crash restart it reloads its tables first)"""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if self.observer.closed:
+                    self.observer = connect()
+                self.observe("SELECT dlock_try_acquire('scenario-probe')")
+                self.observe("SELECT dlock_release('scenario-probe')")
+                return
+            except psycopg2.Error:
+                if time.monotonic() > deadline:
+                    raise
+                try:
+                    self.observer.close()
+                except psycopg2.Error:
+                    pass
+                time.sleep(0.1)
 
     def step(self, line):
         if os.environ.get("SCEN_TRACE"):
@@ -146,14 +203,9 @@ class Scenario:
         elif cmd == "await":
             self.emit(self.sessions[args[0]].collect())
         elif cmd == "locks":
-            rows = self.observe(
-                "SELECT name, mode, granted, position, owner, pid, count, conversion, implied"
-                "  FROM dlock.locks ORDER BY name, granted DESC, position, token")
-            for name, mode, granted, pos, owner, pid, count, conversion, implied in rows:
-                who = "pid %d" % pid
-                for s in self.sessions.values():
-                    if s.pid == pid:
-                        who = s.name
+            self.show_locks()
+        elif cmd == "notifies":, mode, granted, pos, owner, pid, count, conversion, implied in rows:
+                who = self.pid_names().get(pid, "pid %d" % pid)
                 if granted:
                     desc = "%s %s %s by %s%s count %d" % (
                         name, mode, "implied" if implied else "held", who,
@@ -166,7 +218,13 @@ class Scenario:
                 self.emit([desc])
             if not rows:
                 self.emit(["(no locks)"])
-        elif cmd == "notifies":
+
+    def show_locks(self):
+        if True:
+            rows = self.observe(
+                "SELECT name, mode, granted, position, owner, pid, count, conversion, implied"
+                "  FROM dlock.locks ORDER BY name, granted DESC, position, token")
+            for name
             s = self.sessions[args[0]]
             s.conn.poll()
             got = ["NOTIFY %s: %s" % (n.channel, n.payload) for n in s.conn.notifies]
@@ -179,11 +237,34 @@ class Scenario:
             self.observe("SELECT %s(%%s)" % fn, (self.sessions[args[0]].pid,))
             if cmd == "terminate":
                 # until the backend is gone, so the next step sees its end
-                deadline = time.monotonic() + WAIT_LIMIT
-                while time.monotonic() < deadline and self.observe(
-                        "SELECT 1 FROM pg_stat_activity WHERE pid = %s",
-                        (self.sessions[args[0]].pid,)):
-                    time.sleep(0.01)
+                self.wait_gone(self.sessions[args[0]])
+        elif cmd == "kill":
+            if args[0] != "-9" or len(args) != 2:
+                raise ValueError("only kill -9 SESSION: " + line)
+            s = self.sessions[args[1]]
+            os.kill(s.pid, signal.SIGKILL)
+            # the postmaster now ends every backend; wait for that, not for
+            # the restart (that is what reconnect is for)
+            deadline = time.monotonic() + WAIT_LIMIT
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(s.pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.01)
+            for other in self.sessions.values():
+                if other.thread is not None:
+                    other.thread.join(WAIT_LIMIT)
+        elif cmd == "reconnect":
+            self.wait_ready()
+            for name in args:
+                s = self.sessions[name]
+                if s.thread is not None and s.thread.is_alive():
+                    raise ValueError("reconnect of a busy session: " + line)
+                if not s.conn.closed:
+                    s.conn.close()
+                s.thread = None
+                s.connect()
         elif cmd in ("disconnect", "drop"):
             s = self.sessions[args[0]]
             if cmd == "drop":
@@ -195,10 +276,7 @@ class Scenario:
                     s.thread = None
             else:
                 s.conn.close()
-            deadline = time.monotonic() + WAIT_LIMIT
-            while time.monotonic() < deadline and self.observe(
-                    "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (s.pid,)):
-                time.sleep(0.01)
+            self.wait_gone(s)
         else:
             raise ValueError("unknown step: " + line)
 
@@ -214,28 +292,35 @@ class Scenario:
                 self.step(line.strip())
         for s in self.sessions.values():
             if not s.conn.closed:
-                if s.thread is not None:
+                if s.thread is not None and s.thread.is_alive():
                     self.observe("SELECT pg_cancel_backend(%s)", (s.pid,))
                     s.thread.join(5)
                 s.conn.close()
-        self.observer.close()
+        if not self.observer.closed:
+            self.observer.close()
         return "\n".join(self.out) + "\n"
 
 
 def main(argv):
     accept = "--accept" in argv
-    names = [a for a in argv if not a.startswith("--")]
+    base = HERE
+    if "--dir" in argv:
+        i = argv.index("--dir")
+        base = os.path.abspath(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
+    names = [a[:-5] if a.endswith(".scen") else a for a in argv if not a.startswith("--")]
+    names = [os.path.basename(n) for n in names]
     if not names:
-        names = sorted(f[:-5] for f in os.listdir(HERE) if f.endswith(".scen"))
+        names = sorted(f[:-5] for f in os.listdir(base) if f.endswith(".scen"))
     passed = failed = 0
-    os.makedirs(os.path.join(HERE, "expected"), exist_ok=True)
+    os.makedirs(os.path.join(base, "expected"), exist_ok=True)
     for name in names:
         started = time.monotonic()
         try:
-            got = Scenario(os.path.join(HERE, name + ".scen")).run()
+            got = Scenario(os.path.join(base, name + ".scen")).run()
         except Exception as e:  # a broken runner step is a failed scenario
             got = "RUNNER ERROR: %r\n" % (e,)
-        expected_path = os.path.join(HERE, "expected", name + ".out")
+        expected_path = os.path.join(base, "expected", name + ".out")
         if accept:
             with open(expected_path, "w") as f:
                 f.write(got)
