@@ -11,7 +11,12 @@ A scenario file (*.scen) is a list of steps, one per line:
     s1: SQL                  run SQL in s1 and print its result
     s1& SQL                  send SQL in s1 without waiting (it should block)
     wait s1                  until s1 has a request queued in dlock.locks
+                             (a row with NOT granted and s1's pid, seen by a
+                             separate observer connection); prints "s1 is
+                             waiting", or "s1 is NOT waiting" once its SQL
+                             has finished or after 15 s
     await s1                 collect and print the result of s1's pending SQL
+                             ("STILL BLOCKED after 15 s" if it does not end)
     locks                    print dlock.locks, pids shown as session names
     notifies s1              print the notifications s1 has received
     sleep SECONDS
@@ -29,10 +34,16 @@ A scenario file (*.scen) is a list of steps, one per line:
 disconnect, drop and terminate return once the backend is gone and holds
 and waits for nothing session-owned any more (or after 15 s, and then the
 next `locks` shows what stayed behind).
+After the last step every session is closed; anything still in dlock.locks
+then (a leak, or a lease the scenario did not release) is appended to the
+transcript, so the scenario fails, and released before the next one.
 
 The output (results, errors with SQLSTATE, warnings; pids, also earlier
 pids of a reconnected session, replaced by session names) is compared with
 <dir>/expected/<name>.out.
+Results must not depend on pids, timestamps or token values: compare them
+in SQL (`dlock_acquire('a') > 0`, `token > prev`).  --accept rewrites the
+expected files from this run: read every changed one before keeping it.
 Usage: run.py [--accept] [--dir DIR] [scenario ...]; DIR defaults to this
 script's directory; connection from PG* variables; SCEN_TRACE=1 prints each
 step to stderr as it starts.  Prints "scenarios: N passed, M failed" last.
@@ -169,6 +180,29 @@ class Scenario:
                     pass
                 time.sleep(0.1)
 
+    def lock_rows(self):
+        return self.observe(
+            "SELECT name, mode, granted, position, owner, pid, count, conversion, implied"
+            "  FROM dlock.locks ORDER BY name, granted DESC, position, token")
+
+    def show_locks(self, rows=None):
+        """dlock.locks, one line per holder or waiter, pids as session names"""
+        rows = self.lock_rows() if rows is None else rows
+        for name, mode, granted, pos, owner, pid, count, conversion, implied in rows:
+            who = self.pid_names().get(pid, "pid %d" % pid)
+            if granted:
+                desc = "%s %s %s by %s%s count %d" % (
+                    name, mode, "implied" if implied else "held", who,
+                    " key " + owner if owner else "", count)
+            else:
+                desc = "%s %s %s #%d: %s%s" % (
+                    name, mode, "converting" if conversion else
+                    "waiting (implied)" if implied else "waiting", pos, who,
+                    " key " + owner if owner else "")
+            self.emit([desc])
+        if not rows:
+            self.emit(["(no locks)"])
+
     def step(self, line):
         if os.environ.get("SCEN_TRACE"):
             print("  [%s] %s" % (os.path.basename(self.path), line), file=sys.stderr, flush=True)
@@ -204,27 +238,7 @@ class Scenario:
             self.emit(self.sessions[args[0]].collect())
         elif cmd == "locks":
             self.show_locks()
-        elif cmd == "notifies":, mode, granted, pos, owner, pid, count, conversion, implied in rows:
-                who = self.pid_names().get(pid, "pid %d" % pid)
-                if granted:
-                    desc = "%s %s %s by %s%s count %d" % (
-                        name, mode, "implied" if implied else "held", who,
-                        " key " + owner if owner else "", count)
-                else:
-                    desc = "%s %s %s #%d: %s%s" % (
-                        name, mode, "converting" if conversion else
-                        "waiting (implied)" if implied else "waiting", pos, who,
-                        " key " + owner if owner else "")
-                self.emit([desc])
-            if not rows:
-                self.emit(["(no locks)"])
-
-    def show_locks(self):
-        if True:
-            rows = self.observe(
-                "SELECT name, mode, granted, position, owner, pid, count, conversion, implied"
-                "  FROM dlock.locks ORDER BY name, granted DESC, position, token")
-            for name
+        elif cmd == "notifies":
             s = self.sessions[args[0]]
             s.conn.poll()
             got = ["NOTIFY %s: %s" % (n.channel, n.payload) for n in s.conn.notifies]
@@ -296,6 +310,20 @@ class Scenario:
                     self.observe("SELECT pg_cancel_backend(%s)", (s.pid,))
                     s.thread.join(5)
                 s.conn.close()
+        # Every session is closed now: its session locks and waits must go.
+        # Whatever is left (owner-keyed leases a scenario did not release, or
+        # a leak) is shown in the transcript, so it fails, and then released
+        # so it cannot disturb the next scenario.
+        deadline = time.monotonic() + 5
+        rows = self.lock_rows()
+        while rows and time.monotonic() < deadline:
+            time.sleep(0.02)
+            rows = self.lock_rows()
+        if rows:
+            self.out.append("(after every session ended, left behind:)")
+            self.show_locks(rows)
+            self.observe("SELECT dlock_release_all(owner) FROM (SELECT DISTINCT owner"
+                         "  FROM dlock.locks WHERE owner IS NOT NULL) o")
         if not self.observer.closed:
             self.observer.close()
         return "\n".join(self.out) + "\n"
