@@ -574,6 +574,17 @@ name_for_message(const DLockRequest *req)
 	return pnstrdup(req->name, req->name_len);
 }
 
+/* The index-th of the NUL-separated names of an acquire_all request. */
+static char *
+nth_name(const DLockRequest *req, int64 index)
+{
+	const char *p = req->name;
+
+	for (int64 i = 0; i < index && i < req->nnames - 1; i++)
+		p += strlen(p) + 1;
+	return pstrdup(p);
+}
+
 /* Turn the answers every function handles alike into errors. */
 static void
 report_common(const DLockRequest *req, const DLockReply *reply)
@@ -609,6 +620,7 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 			ereport(ERROR,
 					(errcode(ERRCODE_DLOCK_MODE_HELD),
 					 errmsg("lock \"%s\" is already held by this owner in mode %s, which does not include %s",
+							req->op == DLOCK_OP_ACQUIRE_ALL ? nth_name(req, reply->token) :
 							name_for_message(req), dlock_mode_name(reply->count),
 							dlock_mode_name(req->mode)),
 					 errhint("Use dlock_convert() to change the mode of a held lock.")));

@@ -1235,7 +1235,8 @@ do_acquire(Request *r, TimestampTz now)
 		own = holder_of(locks[i], owner);
 		if (own && !dlock_mode_covers(own->mode, r->mode))
 		{
-			answer(r->slotno, DLOCK_STATUS_MODE_HELD, 0, 0, own->mode);
+			/* which name (in token) and its held mode (in count) */
+			answer(r->slotno, DLOCK_STATUS_MODE_HELD, i, 0, own->mode);
 			goto done;
 		}
 		if (own)
