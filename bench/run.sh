@@ -4,11 +4,15 @@
 # bench/results/<date>-<host>.md with a PNG plot.  Benchmarks never gate CI.
 #
 # Workloads (see shared BENCHMARKS.md): 1 uncontended pairs, 2 try-lock
-# pairs, 3 contended hand-off, 4 scale with many held leases.
+# pairs, 3 contended hand-off, 4 scale with many held leases.  Anchors:
+# SELECT 1, pg_advisory_lock, a hand-rolled lock table, and a Redis
+# SET NX PX lock (bench/redis_lock.c, its own redis-server, not durable).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 QUICK=0; [ "${1:-}" == "--quick" ] && QUICK=1
 PORT=${BENCH_PORT:-5494}
+RPORT=${BENCH_REDIS_PORT:-6391}
+RPID=
 DIR=$(mktemp -d /tmp/dlock-bench.XXXXXX); chmod 755 "$DIR"
 OUT=$ROOT/bench/results; mkdir -p "$OUT"
 STAMP=$(date -u +%Y-%m-%d)
@@ -16,12 +20,20 @@ RES=$OUT/$STAMP-$(hostname -s).md
 if [ $QUICK -eq 1 ]; then T=3; CLIENTS="1 8 32"; WAITERS="2 8 32"; HOLDS="0"; SCALE="0 10000"
 else T=10; CLIENTS="1 8 32"; WAITERS="2 8 32 128"; HOLDS="0 1"; SCALE="0 10000 100000"; fi
 
-cleanup() { "$ROOT/scripts/pg_cluster.sh" stop "$DIR/pg" 2>/dev/null; rm -rf "$DIR"; }
+cleanup() {
+    "$ROOT/scripts/pg_cluster.sh" stop "$DIR/pg" 2>/dev/null
+    [ -n "$RPID" ] && kill "$RPID" 2>/dev/null
+    rm -rf "$DIR"
+}
 trap cleanup EXIT
 
-"$ROOT/scripts/deps.sh" gnuplot-nox >/dev/null
+"$ROOT/scripts/deps.sh" gnuplot-nox redis-server libhiredis-dev >/dev/null
 make -s -C "$ROOT/pg_ext" >/dev/null && make -s -C "$ROOT/pg_ext" install >/dev/null
 gcc -O2 -Wall -o "$DIR/handoff" "$ROOT/bench/handoff.c" -I"$(pg_config --includedir)" -lpq -lpthread
+gcc -O2 -Wall -o "$DIR/redis_lock" "$ROOT/bench/redis_lock.c" -lhiredis -lpthread
+redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+    > "$DIR/redis.log" 2>&1 &
+RPID=$!
 
 PG_FSYNC=on PG_EXTRA_CONF="max_connections = 300
 dlock.reap_interval = '1s'" "$ROOT/scripts/pg_cluster.sh" start "$DIR/pg" "$PORT"
@@ -76,6 +88,18 @@ for c in $CLIENTS; do
     echo "| $c | $s1 | $adv | $tbl | $dl | $dla | $(ratio "$dl" "$tbl") | $(ratio "$dl" "$adv") |" >> "$RES"
 done
 
+{
+echo
+echo "Redis anchor (SET NX PX + compare-and-delete script, own key, in memory — not durable):"
+echo
+echo "| clients | Redis pairs/s | dlock / Redis |"
+echo "|---|---|---|"
+} >> "$RES"
+for c in $CLIENTS; do
+    read -r r_rate _ < <("$DIR/redis_lock" "$RPORT" own "$c" "$T" 0)
+    echo "| $c | $r_rate | $(ratio "${DL[$c]}" "$r_rate") |" >> "$RES"
+done
+
 commits_before=$(psql -X -At -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")
 n_check=$(pgbench -n -M prepared -c 1 -t 1000 -f "$DIR/dlock.sql" 2>/dev/null | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
 commits_after=$(psql -X -At -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")
@@ -99,14 +123,15 @@ echo
 : > "$DIR/plot.dat"
 for hold in $HOLDS; do
     first=""
-    echo "| hold | N | dlock hand-offs/s | Jain | wait p50 / p99 / max ms | advisory hand-offs/s | Jain | wait p50 / p99 / max ms | dlock / advisory |" >> "$RES"
-    echo "|---|---|---|---|---|---|---|---|---|" >> "$RES"
+    echo "| hold | N | dlock hand-offs/s | Jain | wait p50 / p99 / max ms | advisory hand-offs/s | Jain | wait p50 / p99 / max ms | dlock / advisory | Redis spin-lock pairs/s (failed SETs) | Jain | dlock / Redis |" >> "$RES"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|" >> "$RES"
     for n in $WAITERS; do
         read -r d_rate d_jain d50 d99 dmax < <("$DIR/handoff" "$CONN" dlock "$n" "$T" "$hold")
         read -r a_rate a_jain a50 a99 amax < <("$DIR/handoff" "$CONN" advisory "$n" "$T" "$hold")
+        read -r r_rate r_jain _ _ _ r_failed < <("$DIR/redis_lock" "$RPORT" one "$n" "$T" "$hold")
         [ -z "$first" ] && first=$d_rate
-        echo "| $hold ms | $n | $d_rate | $d_jain | $d50 / $d99 / $dmax | $a_rate | $a_jain | $a50 / $a99 / $amax | $(ratio "$d_rate" "$a_rate") |" >> "$RES"
-        [ "$hold" == "0" ] && echo "$n $d_rate $a_rate" >> "$DIR/plot.dat"
+        echo "| $hold ms | $n | $d_rate | $d_jain | $d50 / $d99 / $dmax | $a_rate | $a_jain | $a50 / $a99 / $amax | $(ratio "$d_rate" "$a_rate") | $r_rate ($r_failed) | $r_jain | $(ratio "$d_rate" "$r_rate") |" >> "$RES"
+        [ "$hold" == "0" ] && echo "$n $d_rate $a_rate $r_rate" >> "$DIR/plot.dat"
         last=$d_rate
     done
     echo "" >> "$RES"
@@ -125,10 +150,12 @@ for held in $SCALE; do
     have=$(psql -X -At -c "SELECT count(*) FROM dlock.held WHERE owner LIKE 'scale-%'")
     if [ "$held" -gt "$have" ]; then
         # 8 loaders in parallel, each an owner key per lease
+        loaders=()
         for k in $(seq 0 7); do
             psql -X -q -c "SELECT count(dlock_acquire('scale/' || i, ttl => '1 hour', owner => 'scale-' || i)) FROM generate_series($have + 1 + $k, $held, 8) i" >/dev/null &
+            loaders+=($!)
         done
-        wait
+        wait "${loaders[@]}"
     fi
     r=$(rate 8 dlock); [ -z "$base" ] && base=$r
     wpid=$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlock lock manager'")
@@ -146,7 +173,8 @@ set title "Contended hand-off, hold 0 ms (higher and flatter is better)"
 set xlabel "waiters"; set ylabel "hand-offs/s"; set logscale x 2; set key bottom left
 set yrange [0:*]
 plot "$DIR/plot.dat" using 1:2 with linespoints title "dlock (durable)", \
-     "$DIR/plot.dat" using 1:3 with linespoints title "pg_advisory_lock"
+     "$DIR/plot.dat" using 1:3 with linespoints title "pg_advisory_lock", \
+     "$DIR/plot.dat" using 1:4 with linespoints title "Redis SET NX spin-lock (not durable)"
 GP
     printf '\n![hand-off plot](%s)\n' "$(basename "$PNG")" >> "$RES"
 fi
