@@ -17,29 +17,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
+
 typedef struct Client
 {
 	pthread_t	thread;
 	PGconn	   *conn;
 	long		count;
-	double	   *waits;			/* ms */
-	long		nwaits;
-	long		capwaits;
+	WaitLog		waits;
 } Client;
 
 static const char *kind;
 static double hold_ms;
 static volatile int running = 1;
 static volatile int started = 0;
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
 
 static void
 run(PGconn *conn, const char *sql)
@@ -70,12 +61,7 @@ client_main(void *arg)
 		double		t0 = now_ms();
 
 		run(c->conn, acq);
-		if (c->nwaits == c->capwaits)
-		{
-			c->capwaits = c->capwaits ? c->capwaits * 2 : 4096;
-			c->waits = realloc(c->waits, sizeof(double) * c->capwaits);
-		}
-		c->waits[c->nwaits++] = now_ms() - t0;
+		waitlog_add(&c->waits, now_ms() - t0);
 		if (hold_ms > 0)
 			usleep((useconds_t) (hold_ms * 1000));
 		run(c->conn, rel);
@@ -84,26 +70,14 @@ client_main(void *arg)
 	return NULL;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return (x > y) - (x < y);
-}
-
 int
 main(int argc, char **argv)
 {
 	int			n;
 	double		seconds;
 	Client	   *cs;
-	long		total = 0,
-				nw = 0;
-	double		sum = 0,
-				sumsq = 0,
-				*all;
+	long	   *counts;
+	WaitLog    *logs;
 
 	if (argc != 6)
 	{
@@ -128,28 +102,16 @@ main(int argc, char **argv)
 	started = 1;
 	usleep((useconds_t) (seconds * 1e6));
 	running = 0;
+	counts = calloc(n, sizeof(long));
+	logs = calloc(n, sizeof(WaitLog));
 	for (int i = 0; i < n; i++)
 	{
 		pthread_join(cs[i].thread, NULL);
-		total += cs[i].count;
-		sum += cs[i].count;
-		sumsq += (double) cs[i].count * cs[i].count;
-		nw += cs[i].nwaits;
-	}
-	all = malloc(sizeof(double) * (nw ? nw : 1));
-	nw = 0;
-	for (int i = 0; i < n; i++)
-	{
-		memcpy(all + nw, cs[i].waits, sizeof(double) * cs[i].nwaits);
-		nw += cs[i].nwaits;
+		counts[i] = cs[i].count;
+		logs[i] = cs[i].waits;
 		PQfinish(cs[i].conn);
 	}
-	qsort(all, nw, sizeof(double), cmp_double);
-	printf("%.0f %.4f %.2f %.2f %.2f\n",
-		   total / seconds,
-		   sumsq > 0 ? (sum * sum) / (n * sumsq) : 0.0,
-		   nw ? all[nw / 2] : 0.0,
-		   nw ? all[(long) (nw * 0.99)] : 0.0,
-		   nw ? all[nw - 1] : 0.0);
+	print_summary(counts, logs, n, seconds);
+	printf("\n");
 	return 0;
 }

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
+
 static const char *release_script =
 	"if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
@@ -27,24 +29,13 @@ typedef struct Client
 	int			id;
 	long		count;
 	long		failed;
-	double	   *waits;
-	long		nwaits;
-	long		cap;
+	WaitLog		waits;
 } Client;
 
 static int	shared_key;
 static double hold_ms;
 static volatile int running = 1;
 static volatile int started = 0;
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
 
 static void *
 client_main(void *arg)
@@ -78,12 +69,7 @@ client_main(void *arg)
 			if (!running)
 				return NULL;
 		}
-		if (cl->nwaits == cl->cap)
-		{
-			cl->cap = cl->cap ? cl->cap * 2 : 4096;
-			cl->waits = realloc(cl->waits, sizeof(double) * cl->cap);
-		}
-		cl->waits[cl->nwaits++] = now_ms() - t0;
+		waitlog_add(&cl->waits, now_ms() - t0);
 		if (hold_ms > 0)
 			usleep((useconds_t) (hold_ms * 1000));
 		r = redisCommand(cl->c, "EVAL %s 1 %s %s", release_script, key, token);
@@ -95,26 +81,14 @@ client_main(void *arg)
 	return NULL;
 }
 
-static int
-cmp(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return (x > y) - (x < y);
-}
-
 int
 main(int argc, char **argv)
 {
 	int			n;
-	double		seconds,
-				sum = 0,
-				sumsq = 0,
-			   *all;
-	long		total = 0,
-				failed = 0,
-				nw = 0;
+	double		seconds;
+	long		failed = 0,
+			   *counts;
+	WaitLog    *logs;
 	Client	   *cs;
 
 	if (argc != 6)
@@ -141,27 +115,17 @@ main(int argc, char **argv)
 	started = 1;
 	usleep((useconds_t) (seconds * 1e6));
 	running = 0;
+	counts = calloc(n, sizeof(long));
+	logs = calloc(n, sizeof(WaitLog));
 	for (int i = 0; i < n; i++)
 	{
 		pthread_join(cs[i].thread, NULL);
-		total += cs[i].count;
+		counts[i] = cs[i].count;
+		logs[i] = cs[i].waits;
 		failed += cs[i].failed;
-		sum += cs[i].count;
-		sumsq += (double) cs[i].count * cs[i].count;
-		nw += cs[i].nwaits;
-	}
-	all = malloc(sizeof(double) * (nw ? nw : 1));
-	nw = 0;
-	for (int i = 0; i < n; i++)
-	{
-		memcpy(all + nw, cs[i].waits, sizeof(double) * cs[i].nwaits);
-		nw += cs[i].nwaits;
 		redisFree(cs[i].c);
 	}
-	qsort(all, nw, sizeof(double), cmp);
-	printf("%.0f %.4f %.2f %.2f %.2f %ld\n", total / seconds,
-		   sumsq > 0 ? sum * sum / (n * sumsq) : 0.0,
-		   nw ? all[nw / 2] : 0.0, nw ? all[(long) (nw * 0.99)] : 0.0,
-		   nw ? all[nw - 1] : 0.0, failed);
+	print_summary(counts, logs, n, seconds);
+	printf(" %ld\n", failed);
 	return 0;
 }

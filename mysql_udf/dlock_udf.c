@@ -159,6 +159,15 @@ report(const DlockErr *err)
 				   err->warning ? DLOCK_ME_WARNING : 0, err->msg);
 }
 
+/* A call the store refused: raise its error, and the result is NULL. */
+static void
+report_failure(const DlockErr *err, char *error, char *is_null)
+{
+	report(err);
+	*error = 1;
+	*is_null = 1;
+}
+
 static void
 fail(char *error, char *is_null, int code, const char *fmt, const char *fn,
 	 const char *what)
@@ -421,9 +430,7 @@ acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
 	caller(&who);
 	if (dls_acquire(&who, &req, try_only, &token, &err) != 0)
 	{
-		report(&err);
-		*error = 1;
-		*is_null = 1;
+		report_failure(&err, error, is_null);
 		return 0;
 	}
 	if (token == 0)
@@ -511,9 +518,7 @@ dlock_release(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	caller(&who);
 	if (dls_release(&who, &req, &released, &err) != 0)
 	{
-		report(&err);
-		*error = 1;
-		*is_null = 1;
+		report_failure(&err, error, is_null);
 		return 0;
 	}
 	if (err.code && err.warning)
@@ -565,9 +570,7 @@ dlock_renew(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	caller(&who);
 	if (dls_renew(&who, &req, expiry, sizeof(expiry), &no_lease, &err) != 0)
 	{
-		report(&err);
-		*error = 1;
-		*is_null = 1;
+		report_failure(&err, error, is_null);
 		return NULL;
 	}
 	if (no_lease)
@@ -611,9 +614,7 @@ dlock_release_all(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	caller(&who);
 	if (dls_release_all(&who, &req, &count, &err) != 0)
 	{
-		report(&err);
-		*error = 1;
-		*is_null = 1;
+		report_failure(&err, error, is_null);
 		return 0;
 	}
 	return count;
@@ -656,9 +657,7 @@ dlock_holder(UDF_INIT *initid, UDF_ARGS *args, char *result,
 		return NULL;
 	if (dls_holder(&req, &out, &len, &err) != 0)
 	{
-		report(&err);
-		*error = 1;
-		*is_null = 1;
+		report_failure(&err, error, is_null);
 		return NULL;
 	}
 	if (out == NULL)
@@ -787,9 +786,7 @@ dlock_reap(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	caller(&who);
 	if (dls_reap(&who, &count, &err) != 0)
 	{
-		report(&err);
-		*error = 1;
-		*is_null = 1;
+		report_failure(&err, error, is_null);
 		return 0;
 	}
 	return count;

@@ -574,6 +574,18 @@ name_for_message(const DLockRequest *req)
 	return pnstrdup(req->name, req->name_len);
 }
 
+/* Report that the caller does not hold the named lock, at elevel. */
+static void
+report_not_held(const DLockRequest *req, int elevel, const char *detail, const char *hint)
+{
+	ereport(elevel,
+			(errcode(ERRCODE_DLOCK_NOT_HELD),
+			 errmsg("lock \"%s\" is not held by this %s",
+					name_for_message(req), req->owner ? "owner" : "session"),
+			 detail ? errdetail("%s", detail) : 0,
+			 hint ? errhint("%s", hint) : 0));
+}
+
 /* The index-th of the NUL-separated names of an acquire_all request. */
 static char *
 nth_name(const DLockRequest *req, int64 index)
@@ -814,11 +826,8 @@ dlock_convert(PG_FUNCTION_ARGS)
 	if (reply.status == DLOCK_STATUS_CANCELED)
 		PG_RETURN_NULL();		/* timed out: the old mode is kept */
 	if (reply.status == DLOCK_STATUS_NOT_HELD)
-		ereport(ERROR,
-				(errcode(ERRCODE_DLOCK_NOT_HELD),
-				 errmsg("lock \"%s\" is not held by this %s",
-						name_for_message(&req), req.owner ? "owner" : "session"),
-				 errhint("Only a held lock can be converted; acquire it first.")));
+		report_not_held(&req, ERROR, NULL,
+						"Only a held lock can be converted; acquire it first.");
 	elog(ERROR, "unexpected dlock answer %d to convert", (int) reply.status);
 	PG_RETURN_NULL();
 }
@@ -839,10 +848,7 @@ dlock_release(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(true);
 	if (reply.status == DLOCK_STATUS_NOT_HELD)
 	{
-		ereport(WARNING,
-				(errcode(ERRCODE_DLOCK_NOT_HELD),
-				 errmsg("lock \"%s\" is not held by this %s",
-						name_for_message(&req), req.owner ? "owner" : "session")));
+		report_not_held(&req, WARNING, NULL, NULL);
 		PG_RETURN_BOOL(false);
 	}
 	elog(ERROR, "unexpected dlock answer %d to release", (int) reply.status);
@@ -863,11 +869,8 @@ dlock_renew(PG_FUNCTION_ARGS)
 	dlock_call(&req, &reply);
 	report_common(&req, &reply);
 	if (reply.status == DLOCK_STATUS_NOT_HELD)
-		ereport(ERROR,
-				(errcode(ERRCODE_DLOCK_NOT_HELD),
-				 errmsg("lock \"%s\" is not held by this %s",
-						name_for_message(&req), req.owner ? "owner" : "session"),
-				 errdetail("Its lease may have expired, or it was released.")));
+		report_not_held(&req, ERROR, "Its lease may have expired, or it was released.",
+						NULL);
 	if (reply.status == DLOCK_STATUS_RENEWED)
 	{
 		if (reply.expires_at == 0)

@@ -503,30 +503,6 @@ answer_error(int slotno, DLockStatus status, const char *msg)
  * --------------------------------------------------------------------- */
 
 /*
- * reacquire
- *		The owner holds the lock already: count one more level, renewing the
- *		lease if the request brings one.  A stronger mode than held would be
- *		a conversion, which is not this; refuse it.
- */
-static void
-reacquire(DHolder *h, int slotno, int mode, int64 ttl_us, TimestampTz now)
-{
-	if (!dlock_mode_covers(h->mode, mode))
-	{
-		/* tell the held mode, for the message */
-		answer(slotno, DLOCK_STATUS_MODE_HELD, 0, 0, h->mode);
-		return;
-	}
-	h->count++;
-	batch_durable = true;
-	if (ttl_us > 0)
-		holder_set_lease(h, ttl_us, now);
-	h->p.dirty = true;
-	touch_holder(h);
-	answer(slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
-}
-
-/*
  * convert_holder
  *		Give the holder a new mode.  Going up is a new grant: it gets a new
  *		token, so a former reader cannot come back as a writer with a token
@@ -597,7 +573,7 @@ scan_later(DLock *lock)
 	MemoryContextSwitchTo(old);
 }
 
-/* Drop one intention; returns true if that freed the entry. */
+/* Drop one intention of the owner; the entry goes at zero. */
 static void
 implied_drop(DLock *lock, DOwner *owner, int mode)
 {
@@ -689,7 +665,6 @@ group_grantable(DGroup *g, DWaiter *checked)
 	return true;
 }
 
-static void reacquire(DHolder *h, int slotno, int mode, int64 ttl_us, TimestampTz now);
 static void grant_waiters(DLock *lock, TimestampTz now);
 
 /*
@@ -825,7 +800,7 @@ grant_waiters(DLock *lock, TimestampTz now)
 					ahead |= DLOCK_MODE_BIT(c->mode);
 				continue;
 			}
-			convert_holder(h, c->mode);
+			convert_now(h, c->mode, now);
 			answer(c->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
 			waiter_remove(c);
 		}
@@ -836,7 +811,7 @@ grant_waiters(DLock *lock, TimestampTz now)
 	dlist_foreach_modify(it, &lock->waiters)
 	{
 		DWaiter    *w = dlist_container(DWaiter, lock_node, it.cur);
-		DHolder    *own = holder_of(lock, w->owner);
+		DHolder    *own;
 
 		if (compatible(w->mode, ahead) &&
 			compatible(w->mode, others_held(lock, w->owner)))
@@ -850,28 +825,22 @@ grant_waiters(DLock *lock, TimestampTz now)
 					ahead |= DLOCK_MODE_BIT(w->mode);
 				continue;
 			}
-			if (own)
-				reacquire(own, w->slotno, w->mode, w->ttl_us, now);
+			/* the owner may have got it meanwhile, from another connection */
+			own = holder_of(lock, w->owner);
+			if (own && !dlock_mode_covers(own->mode, w->mode))
+				answer(w->slotno, DLOCK_STATUS_MODE_HELD, 0, 0, own->mode);
 			else
 			{
-				DHolder    *h = holder_add(lock, w->owner, w->mode, w->ticket, 1,
-										   w->pid, w->backend_start, now);
+				DHolder    *h = take_name(lock, w->owner, w->mode, w->ticket, w->ttl_us,
+										  w->pid, w->backend_start, now);
 
-				holder_set_lease(h, w->ttl_us, now);
-				touch_holder(h);
-				answer(w->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, 1);
+				answer(w->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
 			}
 			waiter_remove(w);
 		}
 		else
 			ahead |= DLOCK_MODE_BIT(w->mode);
 	}
-}
-
-static void
-release_holder(DHolder *h, TimestampTz now)
-{
-	release_explicit(h, now);
 }
 
 /*
@@ -1046,10 +1015,38 @@ typedef bool (*blocker_fn) (DOwner *blocker, int pid, bool holds, void *arg);
 
 static bool covered_by_own(DLock *lock, DOwner *owner, int mode);
 
+/*
+ * Call fn for the conflicting requests of other owners queued in 'queue'
+ * before w (all of them if w is not in it; *reached tells whether it was).
+ */
+static bool
+queue_blocks(dlist_head *queue, DWaiter *w, blocker_fn fn, void *arg, bool *reached)
+{
+	dlist_iter	it;
+
+	*reached = false;
+	dlist_foreach(it, queue)
+	{
+		DWaiter    *x = dlist_container(DWaiter, lock_node, it.cur);
+
+		if (x == w)
+		{
+			*reached = true;
+			return false;
+		}
+		if (x->owner != w->owner &&
+			!compatible(w->mode, DLOCK_MODE_BIT(x->mode)) &&
+			fn(x->owner, x->pid, false, arg))
+			return true;
+	}
+	return false;
+}
+
 static bool
 for_each_blocker(DWaiter *w, blocker_fn fn, void *arg)
 {
 	dlist_iter	it;
+	bool		reached;
 
 	/* a part the owner holds already waits for nobody */
 	if (w->holder == NULL && covered_by_own(w->lock, w->owner, w->mode))
@@ -1065,29 +1062,9 @@ for_each_blocker(DWaiter *w, blocker_fn fn, void *arg)
 			return true;
 	}
 	/* conversions come before every waiter, and in their own order */
-	dlist_foreach(it, &w->lock->converts)
-	{
-		DWaiter    *x = dlist_container(DWaiter, lock_node, it.cur);
-
-		if (x == w)
-			return false;
-		if (x->owner != w->owner &&
-			!compatible(w->mode, DLOCK_MODE_BIT(x->mode)) &&
-			fn(x->owner, x->pid, false, arg))
-			return true;
-	}
-	dlist_foreach(it, &w->lock->waiters)
-	{
-		DWaiter    *x = dlist_container(DWaiter, lock_node, it.cur);
-
-		if (x == w)
-			break;
-		if (x->owner != w->owner &&
-			!compatible(w->mode, DLOCK_MODE_BIT(x->mode)) &&
-			fn(x->owner, x->pid, false, arg))
-			return true;
-	}
-	return false;
+	if (queue_blocks(&w->lock->converts, w, fn, arg, &reached))
+		return true;
+	return !reached && queue_blocks(&w->lock->waiters, w, fn, arg, &reached);
 }
 
 typedef struct CycleSearch
@@ -1352,7 +1329,7 @@ do_release(Request *r, TimestampTz now)
 		return;
 	}
 	answer(r->slotno, DLOCK_STATUS_RELEASED, h->token, 0, 0);
-	release_holder(h, now);
+	release_explicit(h, now);
 }
 
 static void
@@ -1580,7 +1557,7 @@ static void
 expire_leases(TimestampTz now)
 {
 	for (int n = 0; n < DLOCK_EXPIRE_PER_BATCH && lease_due(now); n++)
-		release_holder(pairingheap_container(DHolder, expiry_node,
+		release_explicit(pairingheap_container(DHolder, expiry_node,
 											 pairingheap_first(expiry_heap)),
 					   now);
 }
@@ -1662,7 +1639,7 @@ session_gone(Request *last, TimestampTz now)
 				touch_holder(h);
 			}
 			else if (h)
-				release_holder(h, now);
+				release_explicit(h, now);
 		}
 	}
 	owner = owner_find(NULL, last->pid, last->session_start);
@@ -1868,8 +1845,6 @@ batch_begin(void)
 	scan_locks = NIL;
 	ticket_hi_dirty = false;
 	batch_durable = false;
-	for (int i = 0; i < dlock_shared->nslots; i++)
-		outcomes[i].listed = false;
 }
 
 static void
@@ -2121,13 +2096,12 @@ run_batch(void)
 	batch_begin();
 	MemoryContextSwitchTo(batch_cxt);
 	now = GetCurrentTimestamp();
-	if (!lease_due(now) && !work_pending())
+	collect(&ended, &withdrawn, &fresh);
+	if (ended == NIL && withdrawn == NIL && fresh == NIL && !lease_due(now))
 	{
 		MemoryContextSwitchTo(TopMemoryContext);
 		return;
 	}
-
-	collect(&ended, &withdrawn, &fresh);
 	if (isolate && fresh != NIL)
 		isolated_slot = ((Request *) linitial(fresh))->slotno;
 
@@ -2210,6 +2184,9 @@ recover(const char *message)
 {
 	AbortCurrentTransaction();
 	dlock_store_forget_plans();
+	/* publish() unlists the outcomes it hands out; these never were */
+	for (int i = 0; i < dlock_shared->nslots; i++)
+		outcomes[i].listed = false;
 	MemoryContextSwitchTo(TopMemoryContext);
 	ready = false;
 
@@ -2340,7 +2317,11 @@ dlock_worker_main(Datum main_arg)
 		if (isolate && isolated_slot >= 0)
 			isolate = false;	/* the isolated request went through */
 
-		if (!work_pending() && !(ready && lease_due(GetCurrentTimestamp())))
+		/*
+		 * Every submission sets our latch, so sleep unless work was left on
+		 * purpose: isolation mode takes one request per batch.
+		 */
+		if (!isolate && !(ready && lease_due(GetCurrentTimestamp())))
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 sleep_ms(), PG_WAIT_EXTENSION);
 	}
