@@ -29,7 +29,7 @@ trap cleanup EXIT
 
 "$ROOT/scripts/deps.sh" gnuplot-nox redis-server libhiredis-dev >/dev/null
 make -s -C "$ROOT/pg_ext" >/dev/null && make -s -C "$ROOT/pg_ext" install >/dev/null
-gcc -O2 -Wall -o "$DIR/handoff" "$ROOT/bench/handoff.c" -I"$(pg_config --includedir)" -lpq -lpthread
+gcc -O2 -Wall -o "$DIR/handoff" "$ROOT/bench/handoff.c" -I"$("${PG_CONFIG:-pg_config}" --includedir)" -lpq -lpthread
 gcc -O2 -Wall -o "$DIR/redis_lock" "$ROOT/bench/redis_lock.c" -lhiredis -lpthread
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
     > "$DIR/redis.log" 2>&1 &

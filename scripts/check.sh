@@ -38,7 +38,7 @@ section "dependencies"
 section "build and install the PostgreSQL extension"
 make -s -C pg_ext >/dev/null && make -s -C pg_ext install >/dev/null ||
     { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
-echo "installed into $(pg_config --pkglibdir)"
+echo "installed into $("${PG_CONFIG:-pg_config}" --pkglibdir)"
 
 if [ -f core/Makefile ]; then
     section "core unit tests"
@@ -56,7 +56,7 @@ section "pg_regress"
 # extension was created: the tests run there, not in a fresh database
 tests=$(cd regress/sql && ls *.sql | sed 's/\.sql$//' | sort)
 ntests=$(echo $tests | wc -w)
-/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress \
+"$(dirname "$("${PG_CONFIG:-pg_config}" --pgxs)")/../test/regress/pg_regress" \
     --inputdir=regress --outputdir="$DIR/regress" \
     --host="$PGHOST" --port="$PGPORT" --user=postgres \
     --use-existing --dbname=postgres $tests > "$DIR/regress.log" 2>&1; rc=$?

@@ -16,7 +16,7 @@
 # and initdb's sync (default off: fine for functional tests, never for
 # benchmarks or crash tests).
 set -eu
-BIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+BIN=${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}
 cmd=${1:?usage: pg_cluster.sh start|stop|status|restart DIR [PORT|MODE]}
 DIR=${2:?DIR}
 

@@ -107,7 +107,7 @@ check "lease gone after expiry (reap_interval 100ms)" \
 # (default 5 s) after the restart, so its live holder can come back and renew
 q "SELECT dlock_acquire('grace', ttl => '1 s', owner => 'kg')" >/dev/null
 before=$(q "SELECT token || ' ' || expires_at FROM dlock.locks WHERE name = 'grace'")
-runuser -u postgres -- "${PGBIN:-/usr/lib/postgresql/15/bin}/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null
+runuser -u postgres -- "${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null
 sleep 1.5
 "$ROOT/scripts/pg_cluster.sh" start "$DIR" "$PORT"
 wait_ready

@@ -4,7 +4,7 @@
 # Each case must fail at once with its documented SQLSTATE, never hang.
 # Runs its own throwaway cluster (as the postgres user) and stops it on exit.
 set -u
-BIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+BIN=${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}
 PORT=${SETUP_PORT:-5497}
 DIR=$(mktemp -d /tmp/dlock-setup.XXXXXX)
 chmod 755 "$DIR"; chown postgres "$DIR"
