@@ -27,7 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$ROOT/scripts/deps.sh" gnuplot-nox redis-server libhiredis-dev >/dev/null
+"$ROOT/scripts/deps.sh" gnuplot-nox redis-server libhiredis-dev zookeeper python3-kazoo >/dev/null
 make -s -C "$ROOT/pg_ext" >/dev/null && make -s -C "$ROOT/pg_ext" install >/dev/null
 gcc -O2 -Wall -o "$DIR/handoff" "$ROOT/bench/handoff.c" -I"$("${PG_CONFIG:-pg_config}" --includedir)" -lpq -lpthread
 gcc -O2 -Wall -o "$DIR/redis_lock" "$ROOT/bench/redis_lock.c" -lhiredis -lpthread
@@ -163,6 +163,16 @@ for held in $SCALE; do
     size=$(psql -X -At -c "SELECT round(pg_total_relation_size('dlock.held') / 1048576.0)")
     echo "| $held | $r | $(ratio "$r" "$base") | $rss | $size |" >> "$RES"
 done
+
+# ---- 6. Coordination services (same Python driver) -------------------------
+# dlock on this server vs ZooKeeper's fair lock (kazoo Lock), both from one
+# Python driver, a process per client.  bench/coord.py starts its own
+# ZooKeeper (own zoo.cfg and data dir under $DIR, 127.0.0.1, forceSync=yes)
+# and stops it by pid at the end, also on failure or SIGTERM.
+echo >> "$RES"
+/usr/bin/python3 "$ROOT/bench/coord.py" $([ $QUICK -eq 1 ] && echo --quick) --seconds "$T" \
+    --zk-port "${BENCH_ZK_PORT:-2191}" --workdir "$DIR" >> "$RES"
+# ---- end of 6 -----------------------------------------------------------------
 
 if command -v gnuplot >/dev/null && [ -s "$DIR/plot.dat" ]; then
     PNG=$OUT/$STAMP-$(hostname -s)-handoff.png
