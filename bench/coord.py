@@ -148,7 +148,8 @@ def open_lock(system, target, name, idx):
 
         def acquire():
             cur.execute("SELECT dlock_acquire(%s)", (name,))
-            cur.fetchone()
+            if cur.fetchone()[0] is None:
+                raise RuntimeError("dlock_acquire(%r) returned no token" % name)
 
         def release():
             cur.execute("SELECT dlock_release(%s)", (name,))
@@ -160,10 +161,14 @@ def open_lock(system, target, name, idx):
     zk.start(timeout=30)
     lock = zk.Lock("/" + name, identifier="client-%d" % idx)
 
+    def release():
+        if lock.release() is not True:
+            raise RuntimeError("kazoo Lock %r did not release" % name)
+
     def close():
         zk.stop()
         zk.close()
-    return lock.acquire, lock.release, close
+    return lock.acquire, release, close
 
 
 def client_main(system, target, name, idx, hold_ms, seconds, window, go, results):
