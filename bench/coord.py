@@ -391,7 +391,7 @@ def main():
         out.append("hand-off for both systems: it caps hand-offs/s below 1000 / hold and pulls the ratio")
         out.append("towards 1.")
         out.append("")
-    print("\n".join(out), flush=True)
+    print("\n".join(out).rstrip("\n"), flush=True)
 
 
 if __name__ == "__main__":
