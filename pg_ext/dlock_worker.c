@@ -115,14 +115,20 @@ static int64 ticket_hi;			/* tickets below it are covered by the table */
 static bool ticket_hi_dirty;
 
 /*
- * Whether the batch must be flushed before its answers go out.  Grants,
- * count increments, lease extensions and counter updates must survive a
- * crash once acknowledged.  A batch of only releases and queue changes may
- * commit without waiting for the flush: losing it in a crash only keeps a
- * lock held longer (until its lease runs out; session locks die with the
- * crash anyway), never lets two hold it; the next durable commit flushes it.
+ * Whether the batch must be flushed before its answers go out.  What an
+ * owner key holds outlives a crash, so its grants, count increments and
+ * lease extensions must be flushed once acknowledged, and so must counter
+ * updates (tokens never go back).  A session's locks die with any crash
+ * (every backend is restarted, sessions included), so their grants need no
+ * flush; nor do releases and queue changes: losing them in a crash only
+ * keeps a lock held longer (until its lease runs out), never lets two hold
+ * it.  The next durable commit, or the WAL writer, flushes them.
  */
 static bool batch_durable;
+
+/* Note a change to h that must survive a crash, if any of h can. */
+#define holder_changed_durably(h) \
+	do { if ((h)->owner->key != NULL) batch_durable = true; } while (0)
 static bool ready = false;
 
 /* The batch */
@@ -290,8 +296,7 @@ holder_set_lease(DHolder *h, int64 ttl_us, TimestampTz now)
 	}
 	h->ttl_us = ttl_us;
 	h->expires_at = ttl_us > 0 ? now + ttl_us : 0;
-	if (ttl_us > 0)
-		batch_durable = true;
+	holder_changed_durably(h);
 	if (h->expires_at != 0)
 	{
 		pairingheap_add(expiry_heap, &h->expiry_node);
@@ -317,7 +322,7 @@ holder_add(DLock *lock, DOwner *owner, int mode, int64 token, int32 count,
 	dlist_push_tail(&lock->holders, &h->lock_node);
 	dlist_push_tail(&owner->holders, &h->owner_node);
 	lock->nheld[mode]++;
-	batch_durable = true;
+	holder_changed_durably(h);
 	return h;
 }
 
@@ -518,7 +523,7 @@ convert_holder(DHolder *h, int mode)
 	h->lock->nheld[mode]++;
 	if (up)
 		h->token = take_ticket();
-	batch_durable = true;
+	holder_changed_durably(h);
 	h->p.dirty = true;
 	touch_holder(h);
 }
@@ -685,7 +690,7 @@ take_name(DLock *lock, DOwner *owner, int mode, int64 ticket, int64 ttl_us,
 		if (ttl_us > 0)
 			holder_set_lease(h, ttl_us, now);
 		h->p.dirty = true;
-		batch_durable = true;
+		holder_changed_durably(h);
 	}
 	else
 	{
