@@ -6,7 +6,8 @@
  *   handoffs_per_s jain wait_p50_ms wait_p99_ms wait_max_ms
  *
  * Usage: handoff CONNINFO KIND CLIENTS SECONDS HOLD_MS
- *   KIND: dlock | advisory
+ *   KIND: dlock | advisory — all clients on one lock;
+ *         dlock-own — each client its own name (uncontended acquire latency)
  * Wait time is measured around the acquire call with CLOCK_MONOTONIC.
  */
 #include <libpq-fe.h>
@@ -23,6 +24,7 @@ typedef struct Client
 {
 	pthread_t	thread;
 	PGconn	   *conn;
+	int			id;
 	long		count;
 	WaitLog		waits;
 } Client;
@@ -49,10 +51,25 @@ static void *
 client_main(void *arg)
 {
 	Client	   *c = arg;
-	const char *acq = strcmp(kind, "dlock") == 0 ?
-		"SELECT dlock_acquire('bench/one')" : "SELECT pg_advisory_lock(1)";
-	const char *rel = strcmp(kind, "dlock") == 0 ?
-		"SELECT dlock_release('bench/one')" : "SELECT pg_advisory_unlock(1)";
+	char		acq[64];
+	char		rel[64];
+
+	if (strcmp(kind, "advisory") == 0)
+	{
+		strcpy(acq, "SELECT pg_advisory_lock(1)");
+		strcpy(rel, "SELECT pg_advisory_unlock(1)");
+	}
+	else
+	{
+		char		name[32];
+
+		if (strcmp(kind, "dlock-own") == 0)
+			snprintf(name, sizeof(name), "bench/own/%d", c->id);
+		else
+			strcpy(name, "bench/one");
+		snprintf(acq, sizeof(acq), "SELECT dlock_acquire('%s')", name);
+		snprintf(rel, sizeof(rel), "SELECT dlock_release('%s')", name);
+	}
 
 	while (!started)
 		usleep(1000);
@@ -81,7 +98,7 @@ main(int argc, char **argv)
 
 	if (argc != 6)
 	{
-		fprintf(stderr, "usage: handoff CONNINFO dlock|advisory CLIENTS SECONDS HOLD_MS\n");
+		fprintf(stderr, "usage: handoff CONNINFO dlock|dlock-own|advisory CLIENTS SECONDS HOLD_MS\n");
 		return 2;
 	}
 	kind = argv[2];
@@ -91,6 +108,7 @@ main(int argc, char **argv)
 	cs = calloc(n, sizeof(Client));
 	for (int i = 0; i < n; i++)
 	{
+		cs[i].id = i;
 		cs[i].conn = PQconnectdb(argv[1]);
 		if (PQstatus(cs[i].conn) != CONNECTION_OK)
 		{

@@ -4,7 +4,8 @@
 # bench/results/<date>-<host>.md with a PNG plot.  Benchmarks never gate CI.
 #
 # Workloads (see shared BENCHMARKS.md): 1 uncontended pairs, 2 try-lock
-# pairs, 3 contended hand-off, 4 scale with many held leases.  Anchors:
+# pairs, 3 contended hand-off, 4 scale with many held leases and their mass
+# expiry.  Anchors:
 # SELECT 1, pg_advisory_lock, a hand-rolled lock table, and a Redis
 # SET NX PX lock (bench/redis_lock.c, its own redis-server, not durable).
 set -eu
@@ -17,8 +18,8 @@ DIR=$(mktemp -d /tmp/dlock-bench.XXXXXX); chmod 755 "$DIR"
 OUT=$ROOT/bench/results; mkdir -p "$OUT"
 STAMP=$(date -u +%Y-%m-%d)
 RES=$OUT/$STAMP-$(hostname -s).md
-if [ $QUICK -eq 1 ]; then T=3; CLIENTS="1 8 32"; WAITERS="2 8 32"; HOLDS="0"; SCALE="0 10000"
-else T=10; CLIENTS="1 8 32"; WAITERS="2 8 32 128"; HOLDS="0 1"; SCALE="0 10000 100000"; fi
+if [ $QUICK -eq 1 ]; then T=3; CLIENTS="1 8 32"; WAITERS="2 8 32"; HOLDS="0"; SCALE="0 5000 20000"
+else T=10; CLIENTS="1 8 32"; WAITERS="2 8 32 128"; HOLDS="0 1"; SCALE="0 10000 100000 1000000"; fi
 
 cleanup() {
     "$ROOT/scripts/pg_cluster.sh" stop "$DIR/pg" 2>/dev/null
@@ -49,6 +50,8 @@ script table "INSERT INTO bench_locks VALUES ('c' || :client_id) ON CONFLICT DO 
 DELETE FROM bench_locks WHERE name = 'c' || :client_id;"
 script dlock "SELECT dlock_acquire('c' || :client_id);
 SELECT dlock_release('c' || :client_id);"
+script lease "SELECT dlock_acquire('c' || :client_id, ttl => '1 min', owner => 'k' || :client_id);
+SELECT dlock_release('c' || :client_id, owner => 'k' || :client_id);"
 script try_advisory "SELECT pg_try_advisory_lock(:client_id);
 SELECT pg_advisory_unlock(:client_id);"
 script try_dlock "SELECT dlock_try_acquire('c' || :client_id);
@@ -76,16 +79,22 @@ echo "write-back cache): durable figures are optimistic compared with real disks
 echo
 echo "## 1. Uncontended pairs (acquire + release, own name per client), pairs/s"
 echo
-echo "| clients | SELECT 1 | advisory | table | dlock | dlock async | dlock / table | dlock / advisory |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "dlock: session locks, \`dlock_acquire(name)\` (their grants need no WAL flush: a crash ends"
+echo "the session too). dlock lease: owner-keyed with a 1-minute TTL, every grant flushed to WAL"
+echo "before it is acknowledged — as durable as the hand-rolled table. dlock async:"
+echo "\`dlock.synchronous_commit = off\`, session locks."
+echo
+echo "| clients | SELECT 1 | advisory | table | dlock | dlock lease | dlock async | dlock / table | lease / table | dlock / advisory |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 } > "$RES"
 
 declare -A DL
 for c in $CLIENTS; do
     s1=$(rate "$c" select1); adv=$(rate "$c" advisory); tbl=$(rate "$c" table)
-    dl=$(rate "$c" dlock); set_async off; dla=$(rate "$c" dlock); set_async on
+    dl=$(rate "$c" dlock); dll=$(rate "$c" lease)
+    set_async off; dla=$(rate "$c" dlock); set_async on
     DL[$c]=$dl
-    echo "| $c | $s1 | $adv | $tbl | $dl | $dla | $(ratio "$dl" "$tbl") | $(ratio "$dl" "$adv") |" >> "$RES"
+    echo "| $c | $s1 | $adv | $tbl | $dl | $dll | $dla | $(ratio "$dl" "$tbl") | $(ratio "$dll" "$tbl") | $(ratio "$dl" "$adv") |" >> "$RES"
 done
 
 {
@@ -120,7 +129,6 @@ echo
 echo "## 3. Contended hand-off: one name, N clients looping acquire → hold → release"
 echo
 } >> "$RES"
-: > "$DIR/plot.dat"
 for hold in $HOLDS; do
     first=""
     echo "| hold | N | dlock hand-offs/s | Jain | wait p50 / p99 / max ms | advisory hand-offs/s | Jain | wait p50 / p99 / max ms | dlock / advisory | Redis spin-lock pairs/s (failed SETs) | Jain | dlock / Redis |" >> "$RES"
@@ -128,10 +136,10 @@ for hold in $HOLDS; do
     for n in $WAITERS; do
         read -r d_rate d_jain d50 d99 dmax < <("$DIR/handoff" "$CONN" dlock "$n" "$T" "$hold")
         read -r a_rate a_jain a50 a99 amax < <("$DIR/handoff" "$CONN" advisory "$n" "$T" "$hold")
-        read -r r_rate r_jain _ _ _ r_failed < <("$DIR/redis_lock" "$RPORT" one "$n" "$T" "$hold")
+        read -r r_rate r_jain _ r99 _ r_failed < <("$DIR/redis_lock" "$RPORT" one "$n" "$T" "$hold")
         [ -z "$first" ] && first=$d_rate
         echo "| $hold ms | $n | $d_rate | $d_jain | $d50 / $d99 / $dmax | $a_rate | $a_jain | $a50 / $a99 / $amax | $(ratio "$d_rate" "$a_rate") | $r_rate ($r_failed) | $r_jain | $(ratio "$d_rate" "$r_rate") |" >> "$RES"
-        [ "$hold" == "0" ] && echo "$n $d_rate $a_rate $r_rate" >> "$DIR/plot.dat"
+        echo "$n $d_rate $a_rate $r_rate $d99 $a99 $r99 $d_jain $a_jain $r_jain" >> "$DIR/plot-$hold.dat"
         last=$d_rate
     done
     echo "" >> "$RES"
@@ -142,27 +150,71 @@ done
 {
 echo "## 4. Scale: uncontended pairs at 8 clients with other leases held"
 echo
-echo "| leases held | pairs/s | vs empty | worker private memory (RssAnon) MiB | dlock.held size MiB |"
-echo "|---|---|---|---|---|"
+echo "Each lease has its own owner key (one lock, one holder and one owner each)."
+echo
+echo "| leases held | pairs/s | vs empty | worker private memory (RssAnon) MiB | dlock.held size MiB | load rate leases/s |"
+echo "|---|---|---|---|---|---|"
 } >> "$RES"
-base=""
+# load leases scale/FROM..TO with 8 parallel loaders; the TTL is TTL_SQL,
+# evaluated per call (so a deadline can be the same for every lease)
+load_leases() {
+    local from=$1 to=$2 ttl_sql=$3 loaders=()
+    for k in $(seq 0 7); do
+        psql -X -q -c "SELECT count(dlock_acquire('scale/' || i, ttl => $ttl_sql, owner => 'scale-' || i))
+                       FROM generate_series($from + $k, $to, 8) i" >/dev/null &
+        loaders+=($!)
+    done
+    wait "${loaders[@]}"
+}
+worker_pid() { psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlock lock manager'"; }
+base=""; have=0; load_rate=0; DEADLINE=""
 for held in $SCALE; do
-    have=$(psql -X -At -c "SELECT count(*) FROM dlock.held WHERE owner LIKE 'scale-%'")
     if [ "$held" -gt "$have" ]; then
-        # 8 loaders in parallel, each an owner key per lease
-        loaders=()
-        for k in $(seq 0 7); do
-            psql -X -q -c "SELECT count(dlock_acquire('scale/' || i, ttl => '1 hour', owner => 'scale-' || i)) FROM generate_series($have + 1 + $k, $held, 8) i" >/dev/null &
-            loaders+=($!)
-        done
-        wait "${loaders[@]}"
+        t0=$(date +%s.%N)
+        if [ "$held" -eq "${SCALE##* }" ] && [ "$load_rate" != 0 ]; then
+            # the last step's leases all run out at one deadline, after the
+            # load and one measurement, at the load rate seen so far (+50%)
+            secs=$(awk -v n=$((held - have)) -v r="$load_rate" -v t="$T" 'BEGIN { printf "%d", n / r * 1.5 + t + 5 }')
+            DEADLINE=$(psql -X -At -c "SELECT now() + '$secs s'")
+            load_leases $((have + 1)) "$held" "'$DEADLINE'::timestamptz - clock_timestamp()"
+        else
+            load_leases $((have + 1)) "$held" "'1 hour'"
+        fi
+        load_rate=$(awk -v n=$((held - have)) -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%d", n / (t1 - t0) }')
+        have=$held
     fi
     r=$(rate 8 dlock); [ -z "$base" ] && base=$r
-    wpid=$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlock lock manager'")
-    rss=$(awk '/RssAnon/ {printf "%.0f", $2 / 1024}' "/proc/$wpid/status")
+    rss=$(awk '/RssAnon/ {printf "%.0f", $2 / 1024}' "/proc/$(worker_pid)/status")
     size=$(psql -X -At -c "SELECT round(pg_total_relation_size('dlock.held') / 1048576.0)")
-    echo "| $held | $r | $(ratio "$r" "$base") | $rss | $size |" >> "$RES"
+    echo "| $held | $r | $(ratio "$r" "$base") | $rss | $size | $([ "$held" -gt 0 ] && echo "$load_rate" || echo -) |" >> "$RES"
 done
+
+if [ -n "$DEADLINE" ]; then
+    expiring=$(psql -X -At -c "SELECT count(*) FROM dlock.held WHERE expires_at < '$DEADLINE'::timestamptz + '1 min'")
+    left=$(psql -X -At -c "SELECT ceil(extract(epoch FROM '$DEADLINE'::timestamptz - now()))")
+    if [ "$left" -gt 1 ]; then sleep $((left - 1)); fi
+    # acquire latency of 8 clients on their own names while the leases go
+    "$DIR/handoff" "$CONN" dlock-own 8 20 0 > "$DIR/expiry_latency" &
+    lat_pid=$!
+    reaped=""
+    for _ in $(seq 120); do
+        n=$(psql -X -At -c "SELECT count(*) FROM dlock.held WHERE expires_at < '$DEADLINE'::timestamptz + '1 min'")
+        if [ "$n" -eq 0 ]; then
+            reaped=$(psql -X -At -c "SELECT round(extract(epoch FROM clock_timestamp() - '$DEADLINE')::numeric, 1)")
+            break
+        fi
+        sleep 0.5
+    done
+    wait $lat_pid
+    read -r l_rate _ l50 l99 lmax < "$DIR/expiry_latency"
+    {
+    echo
+    echo "Mass expiry: $expiring leases ran out at the same moment. All were reaped $([ -n "$reaped" ] && echo "$reaped s after it" || echo "NOT within 60 s") (polled every 0.5 s)."
+    echo "Meanwhile 8 clients on their own names (20 s from 1 s before the deadline): $l_rate pairs/s,"
+    echo "acquire latency p50 $l50 ms, p99 $l99 ms, max $lmax ms."
+    echo
+    } >> "$RES"
+fi
 
 # ---- 6. Coordination services (same Python driver) -------------------------
 # dlock on this server vs ZooKeeper's fair lock (kazoo Lock), both from one
@@ -174,19 +226,35 @@ echo >> "$RES"
     --zk-port "${BENCH_ZK_PORT:-2191}" --workdir "$DIR" >> "$RES"
 # ---- end of 6 -----------------------------------------------------------------
 
-if command -v gnuplot >/dev/null && [ -s "$DIR/plot.dat" ]; then
+if command -v gnuplot >/dev/null && [ -s "$DIR/plot-0.dat" ]; then
     PNG=$OUT/$STAMP-$(hostname -s)-handoff.png
+    LAT=$OUT/$STAMP-$(hostname -s)-wait.png
+    FAIR_HOLD=${HOLDS##* }  # spin-locks grow unfair when the lock is held a while
     gnuplot <<GP
 set terminal png size 800,480 noenhanced
 set output "$PNG"
 set title "Contended hand-off, hold 0 ms (higher and flatter is better)"
 set xlabel "waiters"; set ylabel "hand-offs/s"; set logscale x 2; set key bottom left
 set yrange [0:*]
-plot "$DIR/plot.dat" using 1:2 with linespoints title "dlock (durable)", \
-     "$DIR/plot.dat" using 1:3 with linespoints title "pg_advisory_lock", \
-     "$DIR/plot.dat" using 1:4 with linespoints title "Redis SET NX spin-lock (not durable)"
+plot "$DIR/plot-0.dat" using 1:2 with linespoints title "dlock", \\
+     "$DIR/plot-0.dat" using 1:3 with linespoints title "pg_advisory_lock", \\
+     "$DIR/plot-0.dat" using 1:4 with linespoints title "Redis SET NX spin-lock (not durable)"
+set output "$LAT"
+set terminal png size 1000,440 noenhanced
+set multiplot layout 1,2
+set title "Wait p99, hold 0 ms (lower is better)"
+set ylabel "ms"; set logscale y 10; set yrange [*:*]; set key top left
+plot "$DIR/plot-0.dat" using 1:5 with linespoints title "dlock", \\
+     "$DIR/plot-0.dat" using 1:6 with linespoints title "advisory", \\
+     "$DIR/plot-0.dat" using 1:7 with linespoints title "Redis spin-lock"
+set title "Fairness, hold $FAIR_HOLD ms: Jain's index over clients (1 = fair)"
+unset logscale y; set yrange [0:1.05]; set ylabel "Jain"; set key bottom left
+plot "$DIR/plot-$FAIR_HOLD.dat" using 1:8 with linespoints title "dlock", \\
+     "$DIR/plot-$FAIR_HOLD.dat" using 1:9 with linespoints title "advisory", \\
+     "$DIR/plot-$FAIR_HOLD.dat" using 1:10 with linespoints title "Redis spin-lock"
+unset multiplot
 GP
-    printf '\n![hand-off plot](%s)\n' "$(basename "$PNG")" >> "$RES"
+    printf '\n![hand-off plot](%s)\n\n![wait and fairness plot](%s)\n' "$(basename "$PNG")" "$(basename "$LAT")" >> "$RES"
 fi
 
 echo

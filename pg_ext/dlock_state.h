@@ -15,7 +15,7 @@
 #define DLOCK_STATE_H
 
 #include "lib/ilist.h"
-#include "lib/pairingheap.h"
+#include "lib/rbtree.h"
 #include "nodes/pg_list.h"
 
 #include "dlock.h"
@@ -41,6 +41,7 @@ struct DOwner
 	dlist_head	holders;		/* DHolder.owner_node */
 	dlist_head	waiters;		/* DWaiter.owner_node */
 	uint64		visited;		/* deadlock search that last passed here */
+	bool		maybe_empty;	/* listed to be freed if left empty */
 };
 
 struct DLock
@@ -52,6 +53,7 @@ struct DLock
 	int			nheld[DLOCK_NMODES];
 	int			nconverting[DLOCK_NMODES];
 	int			nwaiting[DLOCK_NMODES];
+	bool		maybe_empty;	/* listed to be freed if left empty */
 };
 
 typedef struct DWaiter DWaiter;
@@ -82,8 +84,7 @@ typedef struct DHolder
 	TimestampTz granted_at;
 	TimestampTz expires_at;		/* 0: no lease */
 	int64		ttl_us;			/* 0: no lease */
-	pairingheap_node expiry_node;
-	bool		in_expiry_heap;
+	bool		in_expiry;		/* in the worker's tree of leases */
 	DPersist	p;
 } DHolder;
 
