@@ -11,12 +11,15 @@
  * publish the answers and set the backends' latches.  Requests that arrive
  * while a batch commits form the next batch, so commits are grouped.
  *
- * Ordering: every request gets a ticket from one counter; the ticket of the
- * grant is the fencing token.  A request is granted only when compatible
- * with every holder (other than its own owner) and every request queued
- * before it, so grants of one lock follow ticket order.  Tickets below the
- * stored counter 'hi' may have been handed out; a new worker starts at hi,
- * so tokens never go backwards, across restarts and crashes.
+ * Ordering: every request gets a ticket from one counter, its place in the
+ * queue.  A request is granted only when compatible with every holder
+ * (other than its own owner) and every request queued before it.  The
+ * fencing token is a fresh ticket taken when the lock is granted, not the
+ * queue ticket: up-conversions are served ahead of the queue, so a waiter
+ * can be granted after a conversion that got a larger ticket than its own,
+ * and tokens must grow in grant order.  Tickets below the stored counter
+ * 'hi' may have been handed out; a new worker starts at hi, so tokens
+ * never go backwards, across restarts and crashes.
  *
  * Errors: a batch that fails is rolled back and the picture is rebuilt from
  * the tables (which still hold the last committed batch); the failed
@@ -735,10 +738,11 @@ static void grant_waiters(DLock *lock, TimestampTz now);
 /*
  * take_name
  *		Grant the owner one named lock of a request: one more level of a lock
- *		it holds, or a new holder with an intention on each ancestor.
+ *		it holds, or a new holder with an intention on each ancestor.  A new
+ *		holder's token is a fresh ticket, so tokens grow in grant order.
  */
 static DHolder *
-take_name(DLock *lock, DOwner *owner, int mode, int64 ticket, int64 ttl_us,
+take_name(DLock *lock, DOwner *owner, int mode, int64 ttl_us,
 		  int pid, TimestampTz backend_start, TimestampTz now)
 {
 	DHolder    *h = holder_of(lock, owner);
@@ -757,7 +761,7 @@ take_name(DLock *lock, DOwner *owner, int mode, int64 ticket, int64 ttl_us,
 		char	   *anc[DLOCK_MAX_DEPTH];
 		int			n = intention == DLOCK_MODE_INVALID ? 0 : path_ancestors(lock->name, anc);
 
-		h = holder_add(lock, owner, mode, ticket, 1, pid, backend_start, now);
+		h = holder_add(lock, owner, mode, take_ticket(), 1, pid, backend_start, now);
 		holder_set_lease(h, ttl_us, now);
 		for (int i = 0; i < n; i++)
 			implied_add(lock_get(anc[i]), owner, intention, pid, backend_start, now);
@@ -793,7 +797,7 @@ grant_group(DGroup *g, TimestampTz now)
 			convert_now(last, e->mode, now);
 		}
 		else
-			last = take_name(e->lock, e->owner, e->mode, e->ticket, e->ttl_us,
+			last = take_name(e->lock, e->owner, e->mode, e->ttl_us,
 							 e->pid, e->backend_start, now);
 		tokens[i++] = last->token;
 	}
@@ -896,7 +900,7 @@ grant_waiters(DLock *lock, TimestampTz now)
 				answer(w->slotno, DLOCK_STATUS_MODE_HELD, 0, 0, own->mode);
 			else
 			{
-				DHolder    *h = take_name(lock, w->owner, w->mode, w->ticket, w->ttl_us,
+				DHolder    *h = take_name(lock, w->owner, w->mode, w->ttl_us,
 										  w->pid, w->backend_start, now);
 
 				answer(w->slotno, DLOCK_STATUS_GRANTED, h->token, h->expires_at, h->count);
@@ -1308,7 +1312,7 @@ do_acquire(Request *r, TimestampTz now)
 
 		for (int i = 0; i < r->nnames; i++)
 		{
-			h = take_name(locks[i], owner, r->mode, take_ticket(), r->ttl_us,
+			h = take_name(locks[i], owner, r->mode, r->ttl_us,
 						  r->pid, r->session_start, now);
 			tokens[i] = h->token;
 		}
