@@ -127,8 +127,8 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("dlock.synchronous_commit",
-							 "Whether the lock manager's commits wait for the WAL flush.",
-							 NULL,
+							 "Whether grants that outlive a crash wait for the WAL flush.",
+							 "Owner-keyed grants and renewals, and advances of the token counter. Session locks never wait: they die with any crash.",
 							 &dlock_synchronous_commit,
 							 true,
 							 PGC_SIGHUP, 0,
