@@ -120,8 +120,9 @@ static bool ticket_hi_dirty;
 /*
  * Whether the batch must be flushed before its answers go out.  What an
  * owner key holds outlives a crash, so its grants, count increments and
- * lease extensions must be flushed once acknowledged, and so must counter
- * updates (tokens never go back).  A session's locks die with any crash
+ * lease extensions must be flushed once acknowledged (unless
+ * dlock.synchronous_commit is off); counter updates always are
+ * (ticket_hi_dirty: tokens never go back).  A session's locks die with any crash
  * (every backend is restarted, sessions included), so their grants need no
  * flush; nor do releases and queue changes: losing them in a crash only
  * keeps a lock held longer (until its lease runs out), never lets two hold
@@ -520,7 +521,6 @@ take_ticket(void)
 	{
 		ticket_hi = next_ticket + DLOCK_TICKET_RESERVE;
 		ticket_hi_dirty = true;
-		batch_durable = true;
 	}
 	return t;
 }
@@ -1955,10 +1955,16 @@ xact_begin(void)
 	PushActiveSnapshot(GetTransactionSnapshot());
 }
 
+/*
+ * xact_commit
+ *		Commit; with flush false, without waiting for the WAL flush (or a
+ *		synchronous standby).  With flush true the server's own
+ *		synchronous_commit applies, remote_apply on an HA primary included.
+ */
 static void
-xact_commit(bool durable)
+xact_commit(bool flush)
 {
-	if (!durable)
+	if (!flush)
 		(void) set_config_option("synchronous_commit", "off",
 								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
 								 true, 0, false);
@@ -2239,7 +2245,8 @@ run_batch(void)
 		}
 		xact_begin();
 		store_batch();
-		xact_commit(batch_durable);
+		/* tokens must never go back: the counter is flushed whatever the GUC */
+		xact_commit(ticket_hi_dirty || (batch_durable && dlock_synchronous_commit));
 		MemoryContextSwitchTo(batch_cxt);
 	}
 	deferred_batches = 0;
@@ -2254,10 +2261,6 @@ reload_config(void)
 {
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
-	if (!dlock_synchronous_commit)
-		SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION);
-	else
-		SetConfigOption("synchronous_commit", NULL, PGC_SUSET, PGC_S_SESSION);
 }
 
 /* Milliseconds until the soonest lease runs out, capped by the interval. */
@@ -2351,8 +2354,6 @@ dlock_worker_main(Datum main_arg)
 	SetConfigOption("enable_hashjoin", "off", PGC_SUSET, PGC_S_SESSION);
 	SetConfigOption("enable_mergejoin", "off", PGC_SUSET, PGC_S_SESSION);
 	SetConfigOption("plan_cache_mode", "force_generic_plan", PGC_SUSET, PGC_S_SESSION);
-	if (!dlock_synchronous_commit)
-		SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION);
 
 	state_cxt = AllocSetContextCreate(TopMemoryContext, "dlock picture",
 									  ALLOCSET_DEFAULT_SIZES);

@@ -11,6 +11,8 @@
 #   a lease with nobody waiting disappears about when it runs out.
 #   a lease that ran out while the server was down is held again for
 #   dlock.restart_grace after the restart, and can be renewed.
+#   with dlock.synchronous_commit = off, tokens still never go back after a
+#   crash that follows a new block of tickets.
 #
 # Uses its own cluster (fsync on: crash tests must not cheat) and stops it.
 set -u
@@ -119,6 +121,35 @@ check "lease past its expiry during the downtime: still held, same token, expiry
 check "renewed by its owner after the restart" \
     "$(q "SELECT dlock_renew('grace', '1 min', owner => 'kg') > now() + '59 s'")" "t"
 q "SELECT dlock_release('grace', owner => 'kg')" >/dev/null
+
+# dlock.synchronous_commit = off lets grants skip the WAL flush, but never an
+# advance of the token counter: cross a reserved block of tickets, crash at
+# once, and the next token must still exceed every token handed out
+q "ALTER SYSTEM SET dlock.synchronous_commit = off" >/dev/null
+q "SELECT pg_reload_conf()" >/dev/null
+sleep 0.3
+# (the last acquire takes ticket 'hi', which reserves the next block; right
+# after it, nothing else has written WAL, so all of it must be flushed)
+out=$(timeout 30 psql -X -At -h "$DIR" -p "$PORT" -U postgres -d postgres \
+    -c "SELECT max(dlock_acquire('async/' || i)) FROM generate_series(1,
+            (SELECT hi FROM dlock.ticket_counter) - dlock_acquire('async/0')) i" \
+    -c "SELECT pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn()")
+last=$(echo "$out" | head -1)
+check "dlock.synchronous_commit = off: a new block of tickets is flushed at once" \
+    "$(echo "$out" | tail -1)" "t"
+runuser -u postgres -- "${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null
+"$ROOT/scripts/pg_cluster.sh" start "$DIR" "$PORT"
+wait_ready
+check "dlock.synchronous_commit = off, crash right after a new block of tickets: new token beyond every old one" \
+    "$(q "SELECT dlock_acquire('async/after') > $last")" "t"
+q "ALTER SYSTEM RESET dlock.synchronous_commit" >/dev/null
+q "SELECT pg_reload_conf()" >/dev/null
+sleep 0.3
+# by default an owner-keyed grant is flushed before it is acknowledged
+check "an owner-keyed grant is flushed before dlock_acquire returns" \
+    "$(timeout 30 psql -X -At -h "$DIR" -p "$PORT" -U postgres -d postgres \
+        -c "SELECT dlock_acquire('flushed', ttl => '1 min', owner => 'kf') > 0" \
+        -c "SELECT pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn()" | tr '\n' ' ')" "t t "
 
 echo "restart: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
