@@ -1,5 +1,5 @@
 # dlock — one entry point: build, install, run, check, bench.
-.PHONY: all deps build install check run stop bench torture clean
+.PHONY: all deps build install check run stop bench torture asan clean
 
 all: build
 
@@ -27,9 +27,16 @@ bench:
 	@if [ -x bench/run.sh ]; then bench/run.sh $(if $(QUICK),--quick); \
 	else echo "bench/run.sh is not there yet"; exit 1; fi
 
-# fencing-checked torture run with faults; QUICK=1 for 20 s
+# fencing-checked torture run with crashes and failover (fuzzer, crash mode
+# 10 min, HA mode 5 min); QUICK=1: about 90 s; HA=1: HA mode only; HA=0: none
 torture: install
-	regress/torture/run.sh $(if $(QUICK),--quick)
+	regress/torture/run.sh $(if $(QUICK),--quick) $(if $(filter 1,$(HA)),--ha-only) $(if $(filter 0,$(HA)),--no-ha)
+
+# the PostgreSQL suites with dlock built with AddressSanitizer and UBSan,
+# installed into the private PostgreSQL copy ASAN_PG (never PG_CONFIG's)
+ASAN_PG ?= /tmp/dlock-asan-pg
+asan:
+	ASAN_PG=$(ASAN_PG) regress/torture/sanitize.sh
 
 clean:
 	$(MAKE) -C pg_ext clean

@@ -81,9 +81,10 @@ section "restart and crash"
 regress/restart/run.sh > "$DIR/restart.log" 2>&1; rc=$?
 cat "$DIR/restart.log"; record_from restart "$DIR/restart.log" $rc
 
-section "fuzzer and torture (quick): random bad input; 64 clients with faults, fencing-checked"
+section "fuzzer and torture (quick): random bad input; 64 clients and 4 client processes with kills, crashes, restarts and a failover, fencing-checked"
 regress/torture/run.sh --quick > "$DIR/torture.log" 2>&1; rc=$?
-cat "$DIR/torture.log"; record_from fuzz "$DIR/torture.log" 0; record_from torture "$DIR/torture.log" $rc
+cat "$DIR/torture.log"; record_from fuzz "$DIR/torture.log" 0; record_from torture "$DIR/torture.log" 0
+record_from torture-ha "$DIR/torture.log" $rc
 
 section "set-up errors"
 regress/setup/run.sh > "$DIR/setup.log" 2>&1; rc=$?

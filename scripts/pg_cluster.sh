@@ -7,6 +7,11 @@
 #   pg_cluster.sh status DIR [PORT] "running (pid N, port P)" and exit 0, or
 #                                  "stopped" and exit 3
 #   pg_cluster.sh restart DIR MODE pg_ctl restart -m MODE
+#   pg_cluster.sh standby DIR PORT PRIMARY_DIR PRIMARY_PORT
+#                                  a streaming standby of that running
+#                                  cluster (pg_basebackup -R into DIR/data,
+#                                  which must not exist yet), started
+#   pg_cluster.sh promote DIR      pg_ctl promote -w: the standby becomes a primary
 #
 # The cluster runs as the postgres user (PostgreSQL refuses root), datadir
 # DIR/data, listens only on a unix socket in DIR (made mode 755 and owned by
@@ -14,13 +19,18 @@
 # private PORT.  Extra postgresql.conf lines come from $PG_EXTRA_CONF (they
 # come last, so they override the defaults here); PG_FSYNC=on keeps fsync
 # and initdb's sync (default off: fine for functional tests, never for
-# benchmarks or crash tests).
+# benchmarks or crash tests).  $PG_SERVER_ENV adds NAME=VALUE words to the
+# server's environment only (e.g. LD_PRELOAD of a sanitizer runtime); the
+# client programs run without it.
 set -eu
 BIN=${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}
-cmd=${1:?usage: pg_cluster.sh start|stop|status|restart DIR [PORT|MODE]}
+cmd=${1:?usage: pg_cluster.sh start|stop|status|restart|standby|promote DIR [PORT|MODE]}
 DIR=${2:?DIR}
 
 as_pg() { runuser -u postgres -- "$@"; }
+# pg_ctl for commands that start a server: with $PG_SERVER_ENV
+# shellcheck disable=SC2086
+pg_ctl_server() { runuser -u postgres -- env ${PG_SERVER_ENV:-} "$BIN/pg_ctl" "$@"; }
 
 case "$cmd" in
 start)
@@ -42,7 +52,7 @@ log_line_prefix = '%m [%p] '
 ${PG_EXTRA_CONF:-}
 CONF
     fi
-    as_pg "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start >/dev/null ||
+    pg_ctl_server -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start >/dev/null ||
         { echo "pg_cluster.sh: the server did not start; end of $DIR/server.log:" >&2
           tail -20 "$DIR/server.log" >&2; exit 1; }
     psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres \
@@ -69,7 +79,27 @@ status)
     fi
     ;;
 restart)
-    as_pg "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -m "${3:-fast}" -w -t 60 restart >/dev/null
+    pg_ctl_server -D "$DIR/data" -l "$DIR/server.log" -m "${3:-fast}" -w -t 60 restart >/dev/null
+    ;;
+standby)
+    PORT=${3:?PORT}; PDIR=${4:?PRIMARY_DIR}; PPORT=${5:?PRIMARY_PORT}
+    [ -e "$DIR/data" ] && { echo "pg_cluster.sh: $DIR/data exists already" >&2; exit 1; }
+    mkdir -p "$DIR"; chmod 755 "$DIR"; chown postgres: "$DIR"
+    nosync=--no-sync; [ "${PG_FSYNC:-off}" == "on" ] && nosync=
+    as_pg "$BIN/pg_basebackup" -h "$PDIR" -p "$PPORT" -U postgres -D "$DIR/data" \
+        -R -X stream -c fast $nosync
+    # postgresql.auto.conf is read last: its own socket and port, then the extras
+    cat >> "$DIR/data/postgresql.auto.conf" <<CONF
+port = $PORT
+unix_socket_directories = '$DIR'
+${PG_EXTRA_CONF:-}
+CONF
+    pg_ctl_server -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start >/dev/null ||
+        { echo "pg_cluster.sh: the standby did not start; end of $DIR/server.log:" >&2
+          tail -20 "$DIR/server.log" >&2; exit 1; }
+    ;;
+promote)
+    as_pg "$BIN/pg_ctl" -D "$DIR/data" -w -t 60 promote >/dev/null
     ;;
 *)
     echo "unknown command $cmd" >&2; exit 2 ;;

@@ -1,330 +1,1300 @@
 #!/usr/bin/python3
-"""Torture run for dlock: many clients, random operations, random faults,
-and a fencing-checked guarded resource.
+"""Torture run for dlock: many clients, random operations, random faults
+(crashes and failover included), fencing-checked guarded resources, and
+invariants after quiescence.
 
-Each client loops over random operations on a few hot and many cold names:
-blocking acquires with timeouts, try-acquires, shared and exclusive modes,
-re-entrant acquires, owner-keyed leases that are renewed or left to expire,
-multi-lock.  Inside every grant it enters the guarded resource:
+Clients.  CLIENTS threads and PROCS separate client processes (so that a
+client can die with kill -9, not just its backend) loop over random
+operations on 3 hot and 400 cold names: blocking acquires with timeouts,
+try-acquires, shared and exclusive, re-entrant acquires, owner-keyed leases
+renewed or left to expire, multi-lock, up-conversions.  They reconnect after
+any lost connection and carry on, across restarts and failovers.
 
-  * torture_active holds one row per client inside a lock, with its token;
-    entering while another live grant of a conflicting mode is inside is an
-    exclusion violation (a row whose token is no longer held is stale: its
-    client was killed, or its lease ran out);
-  * torture_guard keeps the last exclusive token per name; an exclusive
-    holder writes it only if larger (UPDATE ... WHERE last_token < token).
-    A session-owned holder that cannot is a violation (a token went
-    backwards or someone newer got in); a lease holder that cannot has
-    legitimately lost its lease (counted, not a violation).
+Guarded resources, entered inside every grant:
+  * torture_active: one row per client inside a lock, with its token; a
+    conflicting row whose token is still in dlock.held while ours is too is
+    an exclusion violation;
+  * torture_guard: the last exclusive token per name, written only upwards
+    (UPDATE ... WHERE last_token < token).  A session-owned holder that
+    cannot write is a violation (overtaken by a newer token); a lease holder
+    that cannot and whose lease is gone from dlock.held lost it
+    legitimately (counted, not a violation).
+Besides, every grant's certainly-held interval (from the answer to the
+send of the release, of the last statement that succeeded on its session,
+or to the earliest possible lease expiry) is recorded; two conflicting
+intervals of one name that overlap are an exclusion violation.  Every fresh
+token must exceed every token acknowledged for that name (and for any
+name: one ticket counter) before its request was sent.
 
-A fault thread cancels waiting backends, terminates client backends,
-and terminates the dlock worker itself.  After the clients stop, the
-invariants are checked: no queue rows, no grants to dead sessions, no lease
-past its expiry, every blocking call ended within its timeout.
+Faults.  Light ones every 0.2-0.6 s: pg_cancel_backend of a waiting
+backend, pg_terminate_backend of a client backend and of the dlock worker,
+kill -9 of a client process while it holds and while it waits (its backend
+must then let go within KILLED_CLIENT_LIMIT s), statement_timeout set by
+the clients themselves.  Heavy ones every HEAVY_EVERY s: SIGKILL of the
+dlock worker and of a client backend (PostgreSQL restarts every backend),
+pg_ctl restart -m immediate; with --ha instead kill -9 of the primary's
+postmaster and pg_ctl promote of its synchronous standby (remote_apply);
+the old primary is rebuilt as the new standby for the next failover.
+After each heavy fault: every lease acknowledged before it and still
+unexpired at the fault is held again with its token (dlock.restart_grace
+covers the downtime), no grant of a dead session survives, and the failover
+time (kill to the first successful acquire) is measured.
 
-Usage: torture.py SECONDS CLIENTS   (connection from PG* variables)
-Prints a table and "torture: N passed, M failed".
+Invariants after quiescence: no queue rows, no grants to dead sessions, no
+lease past its expiry plus one reap interval, every name free again in the
+lock manager's picture, every blocking call ended with a grant, a timeout
+NULL or an error within its timeout plus one reap interval plus SLACK
+(plus the outage, when a restart fell inside the call).
+
+Usage: torture.py --dir DIR --port PORT [--seconds S] [--clients N]
+                  [--procs P] [--ha --dir2 DIR2 --port2 PORT2] [--quick]
+The cluster in DIR must be running (run.sh starts it; with --ha this
+script builds the standby in DIR2).  Prints a table and
+"torture: N passed, M failed" (or "torture-ha: ...").
 """
+import argparse
+import json
 import os
 import random
+import re
+import shutil
+import signal
+import subprocess
 import sys
 import threading
 import time
 
 import psycopg2
 
-SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 30
-CLIENTS = int(sys.argv[2]) if len(sys.argv) > 2 else 64
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLUSTER = os.path.join(HERE, "..", "..", "scripts", "pg_cluster.sh")
 HOT = ["hot/%d" % i for i in range(3)]
 COLD = ["cold/%d" % i for i in range(400)]
-SLACK = 2.0  # seconds a call may overrun its timeout (reap interval, load)
+# long leases, mostly left to expire, so that many acknowledged leases are
+# alive whenever a crash or failover strikes
+LONG = ["lease/%d" % i for i in range(100)]
+LONG_TTL = 8.0
+PROBE = "torture/probe"
 
-lock = threading.Lock()
-stats = {}
-violations = []
-deadlocks = []
-
-
-def count(key, n=1):
-    with lock:
-        stats[key] = stats.get(key, 0) + n
-
-
-def violation(text):
-    with lock:
-        violations.append(text)
-
-
-def connect():
-    c = psycopg2.connect(dbname=os.environ.get("PGDATABASE", "postgres"))
-    c.autocommit = True
-    return c
+# Documented slack: how much longer than timeout + dlock.reap_interval a
+# blocking call may take on a loaded 2-core machine (scheduling, GIL).
+SLACK = 1.0
+# A call that overlapped a restart may take the outage plus the 3 s a
+# backend waits for a restarting worker (DLOCK_WORKER_GRACE_MS) longer.
+WORKER_GRACE = 3.0
+# kill -9 of a client process: its backend must hold and wait for nothing
+# after this long (client_connection_check_interval + reap + slack).
+KILLED_CLIENT_LIMIT = 2.0
+CONFLICTS = {("exclusive", "exclusive"), ("exclusive", "shared"), ("shared", "exclusive")}
 
 
-class Client(threading.Thread):
-    def __init__(self, cid, deadline):
-        super().__init__(daemon=True)
+def mono():
+    return time.monotonic()
+
+
+# ---------------------------------------------------------------------------
+# Recording: counters, violations, intervals, tokens, leases
+# ---------------------------------------------------------------------------
+
+class Recorder:
+    """Everything the clients observe, in the parent process."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.stats = {}
+        self.faults = {}
+        self.violations = {}          # category -> [text]
+        self.intervals = []           # (name, exclusive, start, end)
+        self.blocking = []            # (timeout, send, end, outcome)
+        self.max_acked = {}           # name -> largest acknowledged token
+        self.max_acked_all = 0
+        self.leases = {}              # key -> Lease
+        self.first_grant_after = None  # set once per heavy fault
+        self.watch_from = None
+        self.checks = {}              # invariant -> times checked
+
+    def count(self, key, n=1):
+        with self.lock:
+            self.stats[key] = self.stats.get(key, 0) + n
+
+    def fault(self, key):
+        with self.lock:
+            self.faults[key] = self.faults.get(key, 0) + 1
+
+    def checked(self, what, n=1):
+        with self.lock:
+            self.checks[what] = self.checks.get(what, 0) + n
+
+    def violation(self, category, text):
+        with self.lock:
+            self.violations.setdefault(category, []).append(text)
+
+    def interval(self, name, exclusive, start, end):
+        if end > start:
+            with self.lock:
+                self.intervals.append((name, exclusive, start, end))
+
+    def blocking_call(self, timeout, send, end, outcome):
+        with self.lock:
+            self.blocking.append((timeout, send, end, outcome))
+
+    def floors(self, name):
+        with self.lock:
+            return self.max_acked.get(name, 0), self.max_acked_all
+
+    def acked(self, name, token, floors, who, conn_at):
+        """A fresh grant: its token must exceed what was acknowledged before."""
+        now = mono()
+        with self.lock:
+            if floors is not None:
+                if token <= floors[0]:
+                    self.violations.setdefault("tokens backwards", []).append(
+                        "%s: token %d for %s is not above %d, acknowledged before its request"
+                        % (who, token, name, floors[0]))
+                elif token <= floors[1]:
+                    self.violations.setdefault("tokens backwards", []).append(
+                        "%s: token %d for %s is not above %d (another name), acknowledged"
+                        " before its request: the ticket counter went back"
+                        % (who, token, name, floors[1]))
+            if token > self.max_acked.get(name, 0):
+                self.max_acked[name] = token
+            if token > self.max_acked_all:
+                self.max_acked_all = token
+            # connections made after a failover's kill reach the new primary
+            # only (the old one's backends may serve a moment longer)
+            if self.watch_from is not None and self.first_grant_after is None \
+                    and conn_at > self.watch_from:
+                self.first_grant_after = now
+
+    def lease_acked(self, key, name, token, e_lower):
+        lease = Lease(key, name, token, e_lower)
+        with self.lock:
+            self.leases[key] = lease
+        return lease
+
+    def lease_gone(self, lease):
+        with self.lock:
+            self.leases.pop(lease.key, None)
+
+    def lease_snapshot(self, now):
+        """Acknowledged leases alive now whose release was never sent."""
+        with self.lock:
+            for k in [k for k, v in self.leases.items() if v.e_lower < now - 30]:
+                del self.leases[k]
+            return [v for v in self.leases.values()
+                    if not v.release_sent and v.e_lower > now]
+
+    def n_violations(self):
+        with self.lock:
+            return sum(len(v) for v in self.violations.values())
+
+
+class Lease:
+    def __init__(self, key, name, token, e_lower):
+        self.key = key
+        self.name = name
+        self.token = token
+        self.e_lower = e_lower        # monotonic: the lease runs at least until then
+        self.release_sent = False
+
+
+class LineRecorder:
+    """A client process's recorder: one JSON line per event to the parent."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def _emit(self, *items):
+        self.out.write(json.dumps(items) + "\n")
+        self.out.flush()
+
+    def count(self, key, n=1):
+        self._emit("C", key, n)
+
+    def violation(self, category, text):
+        self._emit("V", category, text)
+
+    def interval(self, name, exclusive, start, end):
+        if end > start:
+            self._emit("I", name, exclusive, start, end)
+
+    def blocking_call(self, timeout, send, end, outcome):
+        self._emit("B", timeout, send, end, outcome)
+
+    def floors(self, name):
+        return None               # the parent's floors are not known here
+
+    def acked(self, name, token, floors, who, conn_at):
+        self._emit("A", name, token, conn_at)
+
+
+def apply_line(rec, line):
+    item = json.loads(line)
+    kind = item[0]
+    if kind == "C":
+        rec.count(item[1], item[2])
+    elif kind == "V":
+        rec.violation(item[1], item[2])
+    elif kind == "I":
+        rec.interval(item[1], item[2], item[3], item[4])
+    elif kind == "B":
+        rec.blocking_call(item[1], item[2], item[3], item[4])
+    elif kind == "A":
+        rec.acked(item[1], item[2], None, "process", item[3])
+
+
+# ---------------------------------------------------------------------------
+# A client: one connection, the operations, the guarded resource
+# ---------------------------------------------------------------------------
+
+class Grant:
+    """One grant a client holds, to record its certainly-held interval."""
+
+    def __init__(self, name, mode, token, ack, lease=None):
+        self.name = name
+        self.mode = mode
+        self.token = token
+        self.ack = ack
+        self.lease = lease
+
+
+class Client:
+    def __init__(self, cid, rec, dsn, deadline, seed, kind="t"):
         self.cid = cid
+        self.rec = rec
+        self.dsn = dsn
         self.deadline = deadline
-        self.rng = random.Random(cid * 7919 + int(time.time()))
+        self.rng = random.Random(seed)
+        self.kind = kind
+        self.who = "client %s%d" % (kind, cid)
         self.conn = None
-        self.pid = None
+        self.conn_at = 0.0
+        self.last_ok_send = 0.0
+        self.open = []            # grants held now
+
+    # -- connection -------------------------------------------------------
+
+    def connect(self):
+        """Connect, retrying while the server restarts or fails over."""
+        delay = 0.02
+        while mono() < self.deadline:
+            try:
+                self.conn = psycopg2.connect(self.dsn, application_name="torture-%s%d"
+                                             % (self.kind, self.cid), connect_timeout=3)
+                self.conn.autocommit = True
+                self.conn_at = mono()
+                self.q("SET client_min_messages = error")
+                return True
+            except psycopg2.Error:
+                self.conn = None
+                self.rec.count("connect attempts refused")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+        return False
 
     def q(self, sql, args=()):
+        sent = mono()
         with self.conn.cursor() as cur:
             cur.execute(sql, args)
-            return cur.fetchall() if cur.description else None
+            rows = cur.fetchall() if cur.description else None
+        self.last_ok_send = sent
+        return rows
 
-    def reconnect(self):
+    def timed(self, timeout, sql, args):
+        """A blocking call: how it ended and how long it took is recorded."""
+        sent = mono()
         try:
-            if self.conn is not None:
-                self.conn.close()
-        except psycopg2.Error:
-            pass
-        self.conn = connect()
-        self.pid = self.q("SELECT pg_backend_pid()")[0][0]
+            r = self.q(sql, args)
+        except psycopg2.Error as e:
+            self.rec.blocking_call(timeout, sent, mono(), "error %s" % (e.pgcode or "connection"))
+            raise
+        self.rec.blocking_call(timeout, sent, mono(),
+                               "timeout" if r[0][0] is None else "grant")
+        return r[0][0], sent
 
-    def enter(self, name, token, mode, leased):
-        """The guarded resource: exclusion and fencing checks."""
-        conflicting = "true" if mode == "exclusive" else "a.mode = 'exclusive'"
-        rows = self.q(
-            "SELECT a.client, a.token FROM torture_active a"
-            " JOIN dlock.held h ON h.token = a.token"
-            " WHERE a.name = %%s AND a.client <> %%s AND (%s)" % conflicting,
-            (name, self.cid))
-        if rows and not leased:
-            violation("exclusion: client %d (token %d, %s) entered %s while client %d"
-                      " (token %d) held it" % (self.cid, token, mode, name, rows[0][0], rows[0][1]))
+    # -- grants -----------------------------------------------------------
+
+    def granted(self, name, mode, token, sent, floors, lease=None):
+        ack = mono()
+        self.rec.acked(name, token, floors, self.who, self.conn_at)
+        g = Grant(name, mode, token, ack, lease)
+        self.open.append(g)
+        return g
+
+    def finish(self, g, release_send=None):
+        """The grant ends: record the interval it was certainly held."""
+        if g.lease is not None:
+            end = g.lease.e_lower if release_send is None else min(g.lease.e_lower, release_send)
+        else:
+            end = release_send if release_send is not None else self.last_ok_send
+        self.rec.interval(g.name, g.mode == "exclusive", g.ack, end)
+        if g in self.open:
+            self.open.remove(g)
+
+    # -- the guarded resource ---------------------------------------------
+
+    def enter(self, g):
+        """Exclusion and fencing checks, then a short stay inside."""
+        leased = g.lease is not None
         self.q("INSERT INTO torture_active VALUES (%s, %s, %s, %s)"
                " ON CONFLICT (client) DO UPDATE SET name = EXCLUDED.name,"
                " token = EXCLUDED.token, mode = EXCLUDED.mode",
-               (self.cid, name, token, mode))
-        if mode == "exclusive":
+               (self.cid, g.name, g.token, g.mode))
+        conflicting = "true" if g.mode == "exclusive" else "a.mode = 'exclusive'"
+        mine, other = self.q(
+            "SELECT EXISTS (SELECT 1 FROM dlock.held WHERE token = %%s),"
+            " (SELECT a.client || ' (token ' || a.token || ', ' || a.mode || ')'"
+            "    FROM torture_active a JOIN dlock.held h ON h.token = a.token"
+            "   WHERE a.name = %%s AND a.client <> %%s AND (%s) LIMIT 1)" % conflicting,
+            (g.token, g.name, self.cid))[0]
+        if not mine and not leased:
+            self.rec.violation("exclusion", "%s: its session lock on %s (token %d) is gone from"
+                               " dlock.held while the session lives" % (self.who, g.name, g.token))
+        elif other is not None and mine:
+            self.rec.violation("exclusion", "%s entered %s (token %d, %s) while client %s held it"
+                               % (self.who, g.name, g.token, g.mode, other))
+        elif not mine:
+            self.rec.count("fencing: lease gone before entering (legitimate)")
+        if g.mode == "exclusive":
             n = self.q("UPDATE torture_guard SET last_token = %s WHERE name = %s"
-                       " AND last_token < %s RETURNING 1", (token, name, token))
+                       " AND last_token < %s RETURNING 1", (g.token, g.name, g.token))
             if not n:
-                if leased:
-                    count("fencing rejections (lease lost)")
+                mine, last, last_held = self.q(
+                    "SELECT EXISTS (SELECT 1 FROM dlock.held WHERE token = %s), last_token,"
+                    " EXISTS (SELECT 1 FROM dlock.held WHERE token = last_token)"
+                    " FROM torture_guard WHERE name = %s", (g.token, g.name))[0]
+                if leased and not mine:
+                    self.rec.count("fencing: rejected, lease expired (legitimate)")
+                elif last_held:
+                    self.rec.violation("exclusion", "%s: token %d on %s was fenced out by %d, held"
+                                       " at the same time (%s)" % (self.who, g.token, g.name, last,
+                                                                   "lease" if leased else "session"))
                 else:
-                    last = self.q("SELECT last_token FROM torture_guard WHERE name = %s", (name,))
-                    violation("fencing: client %d's token %d on %s is not above %s"
-                              % (self.cid, token, name, last))
-        hold = self.rng.choice([0, 0, 0.001, 0.003])
+                    self.rec.violation("tokens backwards", "%s: token %d on %s is below %d of an"
+                                       " earlier holder" % (self.who, g.token, g.name, last))
+        hold = self.rng.choice([0, 0, 0.001, 0.003] if self.kind == "t" else [0.005, 0.02, 0.05])
         if hold:
             time.sleep(hold)
 
     def leave(self):
         self.q("DELETE FROM torture_active WHERE client = %s", (self.cid,))
 
-    def timed(self, timeout, sql, args):
-        started = time.monotonic()
-        r = self.q(sql, args)
-        took = time.monotonic() - started
-        if timeout is not None and took > timeout + SLACK:
-            violation("a call with timeout %.2fs took %.2fs: %s" % (timeout, took, sql))
-        return r
+    def release(self, g):
+        sent = mono()
+        if g.lease is not None:
+            g.lease.release_sent = True
+            ok = self.q("SELECT dlock_release(%s, owner => %s)", (g.name, g.lease.key))[0][0]
+            self.finish(g, sent if ok else None)
+            self.rec.lease_gone(g.lease)
+            return ok
+        ok = self.q("SELECT dlock_release(%s)", (g.name,))[0][0]
+        if not ok:
+            self.rec.violation("exclusion", "%s: release of held %s (token %d) answered false"
+                               % (self.who, g.name, g.token))
+        self.finish(g, sent if ok else None)
+        return ok
 
-    def one(self):
+    # -- operations ---------------------------------------------------------
+
+    def pick(self):
         rng = self.rng
-        op = rng.random()
         name = rng.choice(HOT) if rng.random() < 0.7 else rng.choice(COLD)
         mode = "shared" if rng.random() < 0.25 else "exclusive"
-        if op < 0.45:
-            timeout = rng.choice([0.05, 0.2, 1.0])
-            t = self.timed(timeout, "SELECT dlock_acquire(%s, %s, timeout => %s)",
-                           (name, mode, "%f s" % timeout))[0][0]
-            if t is None:
-                count("acquire timed out")
-                return
-            count("acquire granted")
-            self.enter(name, t, mode, False)
-            if rng.random() < 0.2:  # re-entrant
-                t2 = self.q("SELECT dlock_acquire(%s, %s)", (name, mode))[0][0]
-                if t2 != t:
-                    violation("re-entrant acquire of %s gave token %s, not %s" % (name, t2, t))
-                self.q("SELECT dlock_release(%s)", (name,))
-                count("re-entrant")
-            self.leave()
-            if not self.q("SELECT dlock_release(%s)", (name,))[0][0]:
-                violation("release of held %s answered false" % name)
-        elif op < 0.65:
-            t = self.q("SELECT dlock_try_acquire(%s, %s)", (name, mode))[0][0]
-            if t is None:
-                count("try refused")
-                return
-            count("try granted")
-            self.enter(name, t, mode, False)
-            self.leave()
-            self.q("SELECT dlock_release(%s)", (name,))
-        elif op < 0.85:
-            key = "c%d-%d" % (self.cid, rng.randrange(1 << 30))
-            ttl = rng.choice([0.3, 0.6, 2.0])
-            t = self.timed(1.0, "SELECT dlock_acquire(%s, %s, timeout => '1 s', ttl => %s, owner => %s)",
-                           (name, mode, "%f s" % ttl, key))[0][0]
-            if t is None:
-                count("lease timed out")
-                return
-            count("lease granted")
-            self.enter(name, t, mode, True)
-            if rng.random() < 0.5:
-                try:
-                    self.q("SELECT dlock_renew(%s, owner => %s)", (name, key))
-                    count("lease renewed")
-                except psycopg2.Error as e:
-                    if e.pgcode != "DL001":
-                        raise
-                    count("renew of a lost lease (DL001)")
-            self.leave()
-            if rng.random() < 0.2:
-                count("lease left to expire")
-            else:
-                self.q("SELECT dlock_release(%s, owner => %s)", (name, key))
-        else:
-            names = sorted(set(rng.sample(COLD, 3) + [rng.choice(HOT)]))
-            r = self.timed(1.0, "SELECT dlock_acquire_all(%s, timeout => '1 s')", (names,))[0][0]
-            if r is None:
-                count("multi timed out")
-                return
-            count("multi granted")
-            for n, t in zip(names, r):
-                self.enter(n, t, "exclusive", False)
-                self.leave()
-            self.q("SELECT dlock_release_all()")
+        return name, mode
 
-    def run(self):
-        while time.monotonic() < self.deadline:
+    def op_acquire(self):
+        rng = self.rng
+        name, mode = self.pick()
+        timeout = rng.choice([0.05, 0.2, 1.0])
+        floors = self.rec.floors(name)
+        t, sent = self.timed(timeout, "SELECT dlock_acquire(%s, %s, timeout => %s)",
+                             (name, mode, "%f s" % timeout))
+        if t is None:
+            self.rec.count("acquire timed out")
+            return
+        self.rec.count("acquire granted")
+        g = self.granted(name, mode, t, sent, floors)
+        self.enter(g)
+        if rng.random() < 0.2:  # re-entrant: the same token, counted
+            t2 = self.q("SELECT dlock_acquire(%s, %s)", (name, mode))[0][0]
+            if t2 != t:
+                self.rec.violation("exclusion", "%s: re-entrant acquire of %s gave token %s, not %s"
+                                   % (self.who, name, t2, t))
+            if not self.q("SELECT dlock_release(%s)", (name,))[0][0]:
+                self.rec.violation("exclusion", "%s: inner release of %s answered false"
+                                   % (self.who, name))
+            self.rec.count("re-entrant")
+        self.leave()
+        self.release(g)
+
+    def op_try(self):
+        name, mode = self.pick()
+        floors = self.rec.floors(name)
+        sent = mono()
+        t = self.q("SELECT dlock_try_acquire(%s, %s)", (name, mode))[0][0]
+        if t is None:
+            self.rec.count("try refused")
+            return
+        self.rec.count("try granted")
+        g = self.granted(name, mode, t, sent, floors)
+        self.enter(g)
+        self.leave()
+        self.release(g)
+
+    def op_lease(self):
+        rng = self.rng
+        name, mode = self.pick()
+        key = "c%s%d-%d" % (self.kind, self.cid, rng.randrange(1 << 30))
+        ttl = rng.choice([0.3, 0.6, 2.0])
+        long = rng.random() < 0.25
+        if long:
+            name, ttl = rng.choice(LONG), LONG_TTL
+        floors = self.rec.floors(name)
+        t, sent = self.timed(1.0, "SELECT dlock_acquire(%s, %s, timeout => '1 s', ttl => %s,"
+                             " owner => %s)", (name, mode, "%f s" % ttl, key))
+        if t is None:
+            self.rec.count("lease timed out")
+            return
+        self.rec.count("lease granted")
+        lease = self.rec.lease_acked(key, name, t, sent + ttl)
+        g = self.granted(name, mode, t, sent, floors, lease)
+        if not long and rng.random() < 0.05:
+            # a holder that stalls past its lease (a long GC pause): the lock
+            # moves on, and the fence must keep this holder's writes out
+            time.sleep(ttl + 0.3)
+            self.rec.count("lease holder stalled past its expiry")
+        self.enter(g)
+        if rng.random() < 0.5:
             try:
-                if self.conn is None or self.conn.closed:
-                    self.reconnect()
-                if self.rng.random() < 0.05:
+                rsent = mono()
+                self.q("SELECT dlock_renew(%s, owner => %s)", (name, key))
+                lease.e_lower = max(lease.e_lower, rsent + ttl)
+                self.rec.count("lease renewed")
+            except psycopg2.Error as e:
+                if e.pgcode != "DL001":
+                    raise
+                self.rec.count("renew of a lost lease (DL001)")
+        self.leave()
+        if rng.random() < (0.6 if long else 0.2):
+            self.rec.count("lease left to expire")
+            self.finish(g)
+        else:
+            self.release(g)
+
+    def op_multi(self):
+        rng = self.rng
+        names = sorted(set(rng.sample(COLD, 3) + [rng.choice(HOT)]))
+        floors = [self.rec.floors(n) for n in names]
+        r, sent = self.timed(1.0, "SELECT dlock_acquire_all(%s, timeout => '1 s')", (names,))
+        if r is None:
+            self.rec.count("multi timed out")
+            return
+        self.rec.count("multi granted")
+        grants = [self.granted(n, "exclusive", t, sent, f) for n, t, f in zip(names, r, floors)]
+        for g in grants:
+            self.enter(g)
+            self.leave()
+        rsent = mono()
+        self.q("SELECT dlock_release_all()")
+        for g in grants:
+            self.finish(g, rsent)
+
+    def op_convert(self):
+        """shared, then up to exclusive: a new, larger token, or NULL (still shared)."""
+        rng = self.rng
+        name = rng.choice(HOT)
+        floors = self.rec.floors(name)
+        t, sent = self.timed(1.0, "SELECT dlock_acquire(%s, 'shared', timeout => '1 s')", (name,))
+        if t is None:
+            self.rec.count("convert: shared acquire timed out")
+            return
+        g = self.granted(name, "shared", t, sent, floors)
+        self.enter(g)
+        self.leave()
+        floors = self.rec.floors(name)
+        try:
+            t2, csent = self.timed(0.5, "SELECT dlock_convert(%s, 'exclusive', timeout => '0.5 s')",
+                                   (name,))
+        except psycopg2.Error as e:
+            if e.pgcode != "40P01":
+                raise
+            self.rec.count("convert: deadlock of two up-conversions (40P01)")
+            self.release(g)
+            return
+        if t2 is None:
+            self.rec.count("convert timed out (still shared)")
+            self.release(g)
+            return
+        self.rec.count("convert granted")
+        if t2 <= t:
+            self.rec.violation("tokens backwards", "%s: up-conversion of %s gave token %d, not"
+                               " above its shared token %d" % (self.who, name, t2, t))
+        self.finish(g, csent)
+        g2 = self.granted(name, "exclusive", t2, csent, floors)
+        self.enter(g2)
+        self.leave()
+        self.release(g2)
+
+    def one(self):
+        op = self.rng.random()
+        if self.kind == "p":     # client processes: hot names, blocking, held longer
+            return self.op_acquire() if op < 0.8 else self.op_multi()
+        if op < 0.40:
+            self.op_acquire()
+        elif op < 0.58:
+            self.op_try()
+        elif op < 0.78:
+            self.op_lease()
+        elif op < 0.93:
+            self.op_multi()
+        else:
+            self.op_convert()
+
+    # -- the loop -----------------------------------------------------------
+
+    def on_error(self, e):
+        code = getattr(e, "pgcode", None)
+        if code == "57014":
+            self.rec.count("cancelled (57014)")
+        elif code in ("57P01", "57P02", "57P03") or code is None or code.startswith("08"):
+            self.rec.count("connection lost")
+        elif code == "55000" and "not running" in str(e):
+            self.rec.count("lock manager not running (55000)")
+        else:
+            self.rec.violation("unexpected errors", "%s: %s %s" % (self.who, code, str(e).strip()))
+        alive = self.conn is not None and not self.conn.closed
+        if alive:
+            try:
+                self.q("SET statement_timeout = 0")
+                self.q("SELECT dlock_release_all()")
+                self.q("DELETE FROM torture_active WHERE client = %s", (self.cid,))
+            except psycopg2.Error:
+                alive = False
+        # grants end here: released by release_all, or with the session
+        for g in list(self.open):
+            self.finish(g)
+        if not alive:
+            try:
+                self.conn.close()
+            except Exception:
+                pass
+            self.conn = None
+
+    def loop(self):
+        try:
+            self.run_ops()
+        except Exception as e:      # a harness bug must fail the run, not vanish
+            self.rec.violation("harness", "%s died: %r" % (self.who, e))
+            raise
+
+    def run_ops(self):
+        while mono() < self.deadline:
+            if self.conn is None and not self.connect():
+                break
+            try:
+                if self.kind == "t" and self.rng.random() < 0.05:
                     self.q("SET statement_timeout = %s", ("%dms" % self.rng.choice([20, 100]),))
+                    self.rec.count("statement_timeout set")
                 else:
                     self.q("SET statement_timeout = 0")
                 self.one()
-                count("operations")
-            except psycopg2.Error as e:
-                code = getattr(e, "pgcode", None)
-                if code == "57014":
-                    count("cancelled (57014)")
-                elif code == "40P01":
-                    count("deadlock (40P01)")
-                    with lock:
-                        deadlocks.append(e.diag.message_detail)
-                elif code in ("57P01", None):
-                    count("connection lost")
-                elif code == "55000":
-                    count("55000: " + (e.diag.message_primary or "")[:40])
-                else:
-                    violation("unexpected error %s: %s" % (code, str(e).strip()))
+                self.rec.count("operations")
+            except (psycopg2.Error, psycopg2.InterfaceError) as e:
+                self.on_error(e)
+        if self.conn is not None:
+            try:
+                self.q("SET statement_timeout = 0")
+                self.q("SELECT dlock_release_all()")
+                for g in list(self.open):
+                    self.finish(g)
+                self.conn.close()
+            except psycopg2.Error:
+                pass
+
+
+def proc_client_main(cid, deadline, seed):
+    """Entry point of a client process (torture.py --proc-client)."""
+    rec = LineRecorder(sys.stdout)
+    c = Client(cid, rec, os.environ["TORTURE_DSN"], deadline, seed, kind="p")
+    c.loop()
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# The clusters
+# ---------------------------------------------------------------------------
+
+def cluster(*args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    r = subprocess.run([CLUSTER] + [str(a) for a in args], env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("pg_cluster.sh %s failed: %s" % (" ".join(map(str, args)), r.stdout))
+    return r.stdout
+
+
+def postmaster_pid(d):
+    with open(os.path.join(d, "data", "postmaster.pid")) as f:
+        return int(f.readline())
+
+
+def children_of(pid):
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(p))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is gone for our purposes
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def dsn_of(nodes, extra=""):
+    hosts = ",".join(d for d, _ in nodes)
+    ports = ",".join(str(p) for _, p in nodes)
+    s = "host=%s port=%s user=postgres dbname=postgres" % (hosts, ports)
+    if len(nodes) > 1:
+        s += " target_session_attrs=read-write"
+    return s + extra
+
+
+class Admin:
+    """A connection for the harness itself, re-opened whenever needed."""
+
+    def __init__(self, dsn):
+        self.dsn = dsn
+        self.conn = None
+
+    def q(self, sql, args=(), timeout=30):
+        end = mono() + timeout
+        while True:
+            try:
+                if self.conn is None or self.conn.closed:
+                    self.conn = psycopg2.connect(self.dsn, application_name="torture-admin",
+                                                 connect_timeout=3)
+                    self.conn.autocommit = True
+                with self.conn.cursor() as cur:
+                    cur.execute(sql, args)
+                    return cur.fetchall() if cur.description else None
+            except psycopg2.Error:
                 try:
-                    if not self.conn.closed:
-                        self.q("SET statement_timeout = 0")
-                        self.q("DELETE FROM torture_active WHERE client = %s", (self.cid,))
-                        self.q("SELECT dlock_release_all()")
-                except psycopg2.Error:
                     self.conn.close()
-        try:
-            self.q("SET statement_timeout = 0")
-            self.q("SELECT dlock_release_all()")
+                except Exception:
+                    pass
+                self.conn = None
+                if mono() > end:
+                    raise
+                time.sleep(0.05)
+
+    def close(self):
+        if self.conn is not None:
             self.conn.close()
-        except psycopg2.Error:
-            pass
 
 
-def faults(deadline, clients):
-    admin = connect()
-    rng = random.Random(42)
-    time.sleep(1)
-    while time.monotonic() < deadline - 1:
-        time.sleep(rng.uniform(0.2, 0.6))
-        kind = rng.random()
-        with admin.cursor() as cur:
-            if kind < 0.5:
-                cur.execute("SELECT pg_cancel_backend(pid) FROM dlock.locks"
-                            " WHERE NOT granted ORDER BY random() LIMIT 1")
-                if cur.fetchall():
-                    count("fault: cancel a waiting backend")
-            elif kind < 0.9:
-                victim = rng.choice(clients)
-                if victim.pid:
-                    cur.execute("SELECT pg_terminate_backend(%s)", (victim.pid,))
-                    count("fault: terminate a client backend")
+# ---------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.rec = Recorder()
+        self.nodes = [(args.dir, args.port)] + ([(args.dir2, args.port2)] if args.ha else [])
+        self.primary = 0
+        self.dsn = dsn_of(self.nodes)
+        self.admin = Admin(self.dsn)
+        self.deadline = None
+        self.stop = threading.Event()
+        self.procs = {}             # cid -> Popen
+        self.proc_lock = threading.Lock()
+        self.killed_watch = []      # (backend pid, backend_start, t_kill, kind)
+        self.windows = []           # (start, end) of outages, for the timing check
+        self.recovery = {}          # kind -> [seconds]
+        self.failover_times = []
+        self.reap = 0.1
+        self.lease_overstay = 0.0
+        self.log_dirs = [d for d, _ in self.nodes]
+
+    # -- set-up -------------------------------------------------------------
+
+    def primary_dir(self):
+        return self.nodes[self.primary]
+
+    def standby_node(self):
+        return self.nodes[1 - self.primary]
+
+    def make_standby(self):
+        """Build the standby of the current primary and make it synchronous."""
+        d, p = self.standby_node()
+        pd, pp = self.primary_dir()
+        if os.path.exists(os.path.join(d, "data")):
+            shutil.rmtree(os.path.join(d, "data"))
+        # the killed postmaster's socket lock: its pid may linger as a zombie
+        # (until init reaps it), which a new postmaster takes for alive
+        lock = os.path.join(d, ".s.PGSQL.%d.lock" % p)
+        if os.path.exists(lock):
+            with open(lock) as f:
+                pid = int(f.readline())
+            if not alive(pid):
+                os.unlink(lock)
+        cluster("standby", d, p, pd, pp,
+                env={"PG_EXTRA_CONF": "synchronous_standby_names = ''", "PG_FSYNC": "on"})
+        direct = Admin(dsn_of([self.primary_dir()]))
+        direct.q("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        direct.q("SELECT pg_reload_conf()")
+        lsn = direct.q("SELECT pg_current_wal_lsn()")[0][0]
+        end = mono() + 60
+        while mono() < end:
+            r = direct.q("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'"
+                         " AND replay_lsn >= %s::pg_lsn", (lsn,))[0][0]
+            if r == 1:
+                direct.close()
+                return
+            time.sleep(0.05)
+        direct.close()
+        raise RuntimeError("the standby did not become synchronous")
+
+    def setup(self):
+        if self.args.ha:
+            self.make_standby()
+        self.admin.q("DROP TABLE IF EXISTS torture_guard, torture_active")
+        self.admin.q("CREATE TABLE torture_guard (name text PRIMARY KEY, last_token bigint NOT NULL)")
+        # UNLOGGED: stale rows after a crash are harmless (their tokens are not held)
+        self.admin.q("CREATE UNLOGGED TABLE torture_active (client int PRIMARY KEY, name text,"
+                     " token bigint, mode text)")
+        self.admin.q("INSERT INTO torture_guard SELECT n, 0 FROM unnest(%s::text[]) n",
+                     (HOT + COLD + LONG,))
+        self.reap = float(self.admin.q("SELECT extract(epoch FROM current_setting("
+                                       "'dlock.reap_interval')::interval)")[0][0])
+        self.grace = float(self.admin.q("SELECT extract(epoch FROM current_setting("
+                                        "'dlock.restart_grace')::interval)")[0][0])
+
+    # -- client processes -----------------------------------------------------
+
+    def spawn(self, cid):
+        env = dict(os.environ, TORTURE_DSN=self.dsn)
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--proc-client", str(cid),
+                              "--proc-deadline", repr(self.deadline),
+                              "--proc-seed", str(random.randrange(1 << 30))],
+                             stdout=subprocess.PIPE, env=env, text=True, bufsize=1)
+        p.killed = False
+        t = threading.Thread(target=self.read_proc, args=(cid, p), daemon=True)
+        t.start()
+        with self.proc_lock:
+            self.procs[cid] = p
+
+    def read_proc(self, cid, p):
+        for line in p.stdout:
+            try:
+                apply_line(self.rec, line)
+            except ValueError:
+                if not (p.killed and not line.endswith("\n")):   # cut by kill -9
+                    self.rec.violation("harness", "client process %d wrote %r" % (cid, line))
+        rc = p.wait()
+        if p.killed:
+            if mono() < self.deadline - 1:
+                self.spawn(cid)
+        elif rc != 0:
+            self.rec.violation("unexpected errors", "client process %d exited with %d" % (cid, rc))
+
+    # -- faults ---------------------------------------------------------------
+
+    def client_backends(self, kind, where):
+        return self.admin.q(
+            "SELECT a.application_name, a.pid, a.backend_start FROM pg_stat_activity a"
+            " WHERE a.application_name LIKE %%s AND %s ORDER BY random() LIMIT 1" % where,
+            ("torture-%s%%" % kind,), timeout=5)
+
+    def light_fault(self, rng):
+        k = rng.random()
+        if k < 0.30:
+            r = self.admin.q("SELECT pg_cancel_backend(l.pid) FROM dlock.locks l JOIN pg_stat_activity a"
+                             " ON a.pid = l.pid AND a.backend_start = l.backend_start"
+                             " WHERE NOT l.granted AND a.application_name LIKE 'torture-%%'"
+                             " ORDER BY random() LIMIT 1", timeout=5)
+            if r:
+                self.rec.fault("pg_cancel_backend of a waiting backend")
+        elif k < 0.52:
+            r = self.client_backends("t", "true")
+            if r:
+                self.admin.q("SELECT pg_terminate_backend(%s)", (r[0][1],), timeout=5)
+                self.rec.fault("pg_terminate_backend of a client backend")
+        elif k < 0.94 and self.args.procs > 0:
+            holding = k < 0.73
+            r = self.client_backends("p", "EXISTS (SELECT 1 FROM dlock.locks l WHERE l.pid = a.pid"
+                                     " AND l.backend_start = a.backend_start AND %sl.granted)"
+                                     % ("" if holding else "NOT "))
+            if r:
+                cid = int(r[0][0][len("torture-p"):])
+                with self.proc_lock:
+                    p = self.procs.get(cid)
+                if p is not None and p.poll() is None:
+                    p.killed = True
+                    os.kill(p.pid, signal.SIGKILL)
+                    kind = "holding" if holding else "waiting"
+                    self.rec.fault("kill -9 of a client process while %s" % kind)
+                    with self.rec.lock:
+                        self.killed_watch.append((r[0][1], r[0][2], mono(), kind))
+        else:
+            t0 = mono()
+            old = self.worker_pid()
+            self.admin.q("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                         " WHERE backend_type = 'dlock lock manager'", timeout=5)
+            self.rec.fault("pg_terminate_backend of the dlock worker")
+            self.wait_worker(old, 10)
+            self.windows.append((t0, mono()))
+
+    def worker_pid(self):
+        r = self.admin.q("SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlock lock manager'",
+                         timeout=30)
+        return r[0][0] if r else None
+
+    def wait_worker(self, old, limit):
+        """Until a worker other than 'old' serves a try-acquire."""
+        end = mono() + limit
+        while mono() < end:
+            try:
+                pid = self.worker_pid()
+                if pid is not None and pid != old:
+                    t = self.admin.q("SELECT dlock_try_acquire(%s)", (PROBE,), timeout=5)[0][0]
+                    if t is not None:
+                        self.admin.q("SELECT dlock_release(%s)", (PROBE,), timeout=5)
+                        return True
+            except psycopg2.Error:
+                pass
+            time.sleep(0.05)
+        self.rec.violation("invariants", "the dlock worker did not come back within %d s" % limit)
+        return False
+
+    def heavy_fault(self, kind):
+        """A crash, restart or failover; then the checks that follow one."""
+        now = mono()
+        leases = self.rec.lease_snapshot(now)
+        old = self.worker_pid()
+        with self.rec.lock:
+            self.rec.first_grant_after = None
+            self.rec.watch_from = None
+        t0 = mono()
+        if kind == "SIGKILL of the dlock worker":
+            if old is None:
+                return
+            os.kill(old, signal.SIGKILL)
+        elif kind == "SIGKILL of a client backend":
+            r = self.client_backends("t", "true")
+            if not r:
+                return
+            os.kill(r[0][1], signal.SIGKILL)
+        elif kind == "pg_ctl restart -m immediate":
+            cluster("restart", self.primary_dir()[0], "immediate")
+        elif kind == "failover: kill -9 of the primary, promote the standby":
+            self.failover()
+        self.rec.fault(kind)
+        ok = self.wait_worker(old, 60)
+        t1 = mono()
+        self.windows.append((t0, t1))
+        self.recovery.setdefault(kind, []).append(t1 - t0)
+        if ok:
+            self.check_after_restart(kind, leases, t0)
+        if kind.startswith("failover"):
+            # the failover time: kill to the first successful acquire of a client
+            end = mono() + 10
+            while mono() < end and self.rec.first_grant_after is None:
+                time.sleep(0.02)
+            with self.rec.lock:
+                first = self.rec.first_grant_after
+                self.rec.watch_from = None
+            if first is None:
+                self.rec.violation("invariants", "no client acquired anything within 10 s"
+                                   " after the failover")
             else:
-                cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                            " WHERE backend_type = 'dlock lock manager'")
-                count("fault: terminate the dlock worker")
-    admin.close()
+                self.failover_times.append(first - t0)
+            self.make_standby()
+
+    def failover(self):
+        pd, _ = self.primary_dir()
+        pm = postmaster_pid(pd)
+        kids = children_of(pm)
+        os.kill(pm, signal.SIGKILL)
+        with self.rec.lock:
+            self.rec.watch_from = mono()
+        # the old primary's backends notice their postmaster's death and exit
+        end = mono() + 15
+        while mono() < end and any(alive(k) for k in kids):
+            time.sleep(0.02)
+        for k in kids:
+            if alive(k):
+                os.kill(k, signal.SIGKILL)
+        cluster("promote", self.standby_node()[0])
+        self.primary = 1 - self.primary
+
+    def check_after_restart(self, kind, leases, t_fault):
+        """Acknowledged leases are back with their tokens; no dead session holds."""
+        r = self.admin.q("SELECT now(), backend_start FROM pg_stat_activity"
+                         " WHERE backend_type = 'dlock lock manager'")
+        within_grace = r and (r[0][0] - r[0][1]).total_seconds() < self.grace - 0.5
+        t_q = mono()
+        held = {k: (n, t) for k, n, t in self.admin.q(
+            "SELECT owner, name, token FROM dlock.held WHERE owner = ANY(%s)",
+            ([x.key for x in leases],))}
+        n = 0
+        for x in leases:
+            if x.release_sent:
+                continue
+            # alive at the fault: the restart grace keeps it; else alive now
+            if not (x.e_lower > t_fault + 0.05 if within_grace else x.e_lower > t_q + 0.05):
+                continue
+            n += 1
+            if held.get(x.key) != (x.name, x.token):
+                self.rec.violation("acknowledged leases lost",
+                                   "after %s: lease %s on %s (token %d) is %s" % (
+                                       kind, x.key, x.name, x.token,
+                                       "held with %s" % (held[x.key],) if x.key in held else "gone"))
+        self.rec.checked("acknowledged leases present after a restart or failover", n)
+        dead = self.admin.q(
+            "SELECT count(*) FROM dlock.held h WHERE owner IS NULL AND NOT EXISTS"
+            " (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid"
+            " AND a.backend_start = h.backend_start)")[0][0]
+        self.rec.checked("no grant to a dead session after a restart or failover")
+        if dead:
+            self.rec.violation("invariants", "after %s: %d grants to dead sessions" % (kind, dead))
+
+    def faults(self):
+        rng = random.Random(self.args.seed)
+        a = self.args
+        kinds = (["failover: kill -9 of the primary, promote the standby"] if a.ha else
+                 ["SIGKILL of the dlock worker", "SIGKILL of a client backend",
+                  "pg_ctl restart -m immediate"])
+        if a.ha:
+            gap = a.seconds / (a.failovers + 1)
+        else:
+            gap = a.heavy_every
+        round_ = []
+        heavy = 0
+        next_heavy = mono() + gap * rng.uniform(0.5, 1.0)
+        time.sleep(1)
+        while mono() < self.deadline - (4 if a.ha else 2):
+            try:
+                if mono() >= next_heavy and not (a.ha and heavy >= a.failovers):
+                    heavy += 1
+                    if not round_:
+                        round_ = kinds[:]
+                        rng.shuffle(round_)
+                    self.heavy_fault(round_.pop())
+                    next_heavy = mono() + gap * rng.uniform(0.6, 1.2)
+                else:
+                    self.light_fault(rng)
+            except (psycopg2.Error, RuntimeError, ProcessLookupError, OSError) as e:
+                self.rec.violation("harness", "fault injection failed: %s" % e)
+            time.sleep(rng.uniform(0.2, 0.6))
+
+    # -- the monitor ------------------------------------------------------------
+
+    def monitor(self):
+        """While the clients run: conflicting holders in one snapshot of
+        dlock.held, backends of killed clients that keep their locks, and the
+        largest lease overstay (reported, asserted only after quiescence)."""
+        mon = Admin(self.dsn)
+        while not self.stop.is_set():
+            try:
+                r = mon.q("SELECT name, string_agg(mode || ' token ' || token, ', ')"
+                          " FROM dlock.held WHERE NOT implied GROUP BY name"
+                          " HAVING count(*) > 1 AND bool_or(mode = 'exclusive')", timeout=5)
+                self.rec.checked("no conflicting holders in one snapshot of dlock.held")
+                for name, what in r:
+                    self.rec.violation("exclusion", "dlock.held has conflicting holders of %s: %s"
+                                       % (name, what))
+                o = mon.q("SELECT extract(epoch FROM max(now() - expires_at)) FROM dlock.held",
+                          timeout=5)[0][0]
+                if o is not None:
+                    self.lease_overstay = max(self.lease_overstay, float(o))
+                with self.rec.lock:
+                    watch = list(self.killed_watch)
+                for w in watch:
+                    pid, bstart, t_kill, kind = w
+                    n = mon.q("SELECT count(*) FROM dlock.locks WHERE pid = %s AND backend_start = %s",
+                              (pid, bstart), timeout=5)[0][0]
+                    if n == 0 or mono() - t_kill > KILLED_CLIENT_LIMIT:
+                        with self.rec.lock:
+                            self.killed_watch.remove(w)
+                        self.rec.checked("a killed client's backend lets go in time")
+                        if n:
+                            self.rec.violation("invariants", "the backend of a client killed while"
+                                               " %s still holds or waits after %.1f s"
+                                               % (kind, KILLED_CLIENT_LIMIT))
+            except psycopg2.Error:
+                pass
+            self.stop.wait(0.3)
+        mon.close()
+
+    # -- after the run --------------------------------------------------------
+
+    def check_intervals(self):
+        """Two conflicting certainly-held intervals of one name must not overlap."""
+        by_name = {}
+        for iv in self.rec.intervals:
+            by_name.setdefault(iv[0], []).append(iv)
+        n = 0
+        for name, ivs in by_name.items():
+            ivs.sort(key=lambda x: x[2])
+            ex_end = any_end = float("-inf")
+            ex_who = any_who = None
+            for iv in ivs:
+                _, excl, start, end = iv
+                n += 1
+                other = any_end if excl else ex_end
+                if other > start:
+                    self.rec.violation("exclusion", "%s: a %s grant held from %.3f overlaps one"
+                                       " held until %.3f" % (name, "exclusive" if excl else "shared",
+                                                             start, other))
+                if end > any_end:
+                    any_end = end
+                if excl and end > ex_end:
+                    ex_end = end
+        self.rec.checked("grant intervals without overlap", n)
+
+    def check_blocking(self):
+        late = 0
+        worst = 0.0
+        for timeout, send, end, outcome in self.rec.blocking:
+            allowed = timeout + self.reap + SLACK
+            for ws, we in self.windows:
+                if ws < end and we > send:
+                    allowed += (we - ws) + WORKER_GRACE
+            over = (end - send) - timeout
+            worst = max(worst, over)
+            if end - send > allowed:
+                late += 1
+                if late <= 10:
+                    self.rec.violation("late calls", "a call with timeout %.2f s took %.2f s (%s)"
+                                       % (timeout, end - send, outcome))
+        if late > 10:
+            self.rec.violation("late calls", "... %d late calls in all" % late)
+        self.rec.checked("blocking calls ended within timeout + reap interval + slack",
+                         len(self.rec.blocking))
+        self.worst_overrun = worst
+
+    def quiescence(self):
+        """The invariants once every client has gone."""
+        a = self.admin
+        checks = []
+
+        def check(what, ok, detail=""):
+            checks.append((what, ok, detail))
+            self.rec.checked(what)
+            if not ok:
+                self.rec.violation("invariants", "%s %s" % (what, detail))
+
+        # sessions end asynchronously after a disconnect: give them a moment
+        end = mono() + 5
+        while mono() < end and a.q("SELECT count(*) FROM dlock.held WHERE owner IS NULL")[0][0]:
+            time.sleep(0.1)
+        n = a.q("SELECT count(*) FROM dlock.held WHERE owner IS NULL")[0][0]
+        check("no session-owned grants once every client disconnected", n == 0, "(%d left)" % n)
+        n = a.q("SELECT count(*) FROM dlock.held h WHERE owner IS NULL AND NOT EXISTS"
+                " (SELECT 1 FROM pg_stat_activity x WHERE x.pid = h.pid"
+                " AND x.backend_start = h.backend_start)")[0][0]
+        check("no grants to dead sessions", n == 0, "(%d)" % n)
+        n = a.q("SELECT count(*) FROM dlock.queue")[0][0]
+        check("no queue rows", n == 0, "(%d)" % n)
+        # every remaining lease goes within its expiry plus one reap interval
+        limit = self.reap + 0.1
+        end = mono() + max(LONG_TTL, self.grace) + 3
+        worst = 0.0
+        while mono() < end:
+            left, over = a.q("SELECT count(*), extract(epoch FROM max(now() - expires_at))"
+                             " FROM dlock.held")[0]
+            if over is not None:
+                worst = max(worst, float(over))
+            if left == 0:
+                break
+            time.sleep(0.05)
+        check("no lease past its expiry plus one reap interval (%.0f ms + 100 ms)" % (self.reap * 1000),
+              worst <= limit, "(worst overstay %.3f s)" % worst)
+        self.quiet_overstay = worst
+        n = a.q("SELECT count(*) FROM dlock.held")[0][0]
+        check("every lease gone after its expiry", n == 0, "(%d left)" % n)
+        # the lock manager's picture: every name free (nothing granted to nobody)
+        names = HOT + COLD + LONG
+        got = a.q("SELECT count(*) FROM unnest(%s::text[]) n WHERE dlock_try_acquire(n) IS NOT NULL",
+                  (names,))[0][0]
+        a.q("SELECT dlock_release_all()")
+        check("every name free in the lock manager", got == len(names), "(%d of %d)" % (got, len(names)))
+        n = a.q("SELECT count(*) FROM dlock.locks")[0][0]
+        check("nothing held or queued at the end", n == 0, "(%d)" % n)
+        hi = a.q("SELECT max(hi) FROM dlock.ticket_counter")[0][0]
+        check("the ticket counter is above every acknowledged token", hi > self.rec.max_acked_all,
+              "(%s vs %s)" % (hi, self.rec.max_acked_all))
+        return checks
+
+    def scan_logs(self):
+        """Crashes we did not cause: PANIC, or a process killed by another signal."""
+        bad = []
+        for d in self.log_dirs:
+            try:
+                with open(os.path.join(d, "server.log"), errors="replace") as f:
+                    for line in f:
+                        if "PANIC" in line or (re.search(r"terminated by signal (\d+)", line) and
+                                               not re.search(r"terminated by signal 9\b", line)):
+                            bad.append(line.strip())
+            except OSError:
+                pass
+        self.rec.checked("server logs: no PANIC, no process killed by a signal we did not send")
+        for b in bad[:5]:
+            self.rec.violation("invariants", "server log: %s" % b)
+
+    # -- main -----------------------------------------------------------------
+
+    def run(self):
+        a = self.args
+        self.setup()
+        started = mono()
+        self.deadline = started + a.seconds
+        clients = [Client(i, self.rec, self.dsn, self.deadline, a.seed * 1000 + i)
+                   for i in range(a.clients)]
+        threads = [threading.Thread(target=c.loop, daemon=True) for c in clients]
+        for t in threads:
+            t.start()
+        for i in range(a.procs):
+            self.spawn(a.clients + i)
+        mon = threading.Thread(target=self.monitor, daemon=True)
+        mon.start()
+        f = threading.Thread(target=self.faults, daemon=True)
+        f.start()
+        for i, t in enumerate(threads):
+            t.join(max(1, self.deadline - mono()) + 90)
+            if t.is_alive():
+                self.rec.violation("invariants", "client %d did not finish" % i)
+        f.join(120)
+        if f.is_alive():
+            self.rec.violation("harness", "the fault thread did not finish")
+        end = mono() + 30
+        for cid, p in list(self.procs.items()):
+            try:
+                p.wait(max(0.1, end - mono()))
+            except subprocess.TimeoutExpired:
+                p.killed = True
+                p.kill()
+                self.rec.violation("invariants", "client process %d did not finish" % cid)
+        self.stop.set()
+        mon.join(10)
+        elapsed = mono() - started
+        self.check_intervals()
+        self.check_blocking()
+        checks = self.quiescence()
+        self.scan_logs()
+        self.admin.q("DROP TABLE torture_guard, torture_active")
+        self.admin.close()
+        return self.report(elapsed, checks)
+
+    def report(self, elapsed, checks):
+        a = self.args
+        rec = self.rec
+        name = "torture-ha" if a.ha else "torture"
+        print("%-58s %10s" % ("operations", "count"))
+        for k in sorted(rec.stats):
+            print("%-58s %10d" % (k, rec.stats[k]))
+        print("%-58s %10s" % ("faults", "count"))
+        for k in sorted(rec.faults):
+            print("%-58s %10d" % (k, rec.faults[k]))
+        for k, v in sorted(self.recovery.items()):
+            print("recovery after %s: max %.2f s, mean %.2f s" % (k, max(v), sum(v) / len(v)))
+        if a.ha:
+            ft = ", ".join("%.2f s" % x for x in self.failover_times) or "none measured"
+            print("failover time, kill -9 of the primary to the first successful acquire: %s" % ft)
+        print("largest lease overstay while running (not asserted): %.3f s; after quiescence: %.3f s"
+              % (self.lease_overstay, self.quiet_overstay))
+        print("largest overrun of a blocking call past its timeout: %.3f s" % self.worst_overrun)
+        print("%-70s %8s" % ("invariants checked", "times"))
+        for k in sorted(rec.checks):
+            print("%-70s %8d" % (k, rec.checks[k]))
+        passed = failed = 0
+        for what, ok, detail in checks:
+            print("%s %s%s" % ("ok  " if ok else "FAIL", what, "" if ok else " " + detail))
+            passed += ok
+            failed += not ok
+        categories = ["exclusion", "tokens backwards", "acknowledged leases lost", "late calls",
+                      "unexpected errors", "invariants", "harness"]
+        for c in categories:
+            v = rec.violations.get(c, [])
+            for t in v[:10]:
+                print("VIOLATION [%s] %s" % (c, t))
+            if c in ("invariants",):
+                continue      # counted with the checks above
+            print("%s %s: %d" % ("ok  " if not v else "FAIL", c, len(v)))
+            passed += not v
+            failed += bool(v)
+        legit = rec.stats.get("fencing: rejected, lease expired (legitimate)", 0) + \
+            rec.stats.get("fencing: lease gone before entering (legitimate)", 0)
+        if rec.stats.get("operations", 0) < a.clients:
+            print("FAIL too few operations ran")
+            failed += 1
+        else:
+            passed += 1
+        heavy = sum(v for k, v in rec.faults.items() if k.startswith(("SIGKILL", "pg_ctl", "failover")))
+        if heavy == 0:
+            print("FAIL no crash, restart or failover happened")
+            failed += 1
+        else:
+            passed += 1
+        # one summary row, as in the README
+        faults = "; ".join("%d %s" % (v, k) for k, v in sorted(rec.faults.items()))
+        nviol = sum(len(rec.violations.get(c, [])) for c in categories)
+        print("| %s | %d threads + %d processes | %.0f s | %d | %s | %d | exclusion %d, tokens"
+              " backwards %d, leases lost %d, late calls %d, other %d; fencing rejections of"
+              " expired leases (legitimate) %d |"
+              % ("HA (failover)" if a.ha else "crash", a.clients, a.procs, elapsed,
+                 rec.stats.get("operations", 0), faults, sum(rec.checks.values()),
+                 len(rec.violations.get("exclusion", [])),
+                 len(rec.violations.get("tokens backwards", [])),
+                 len(rec.violations.get("acknowledged leases lost", [])),
+                 len(rec.violations.get("late calls", [])),
+                 nviol - len(rec.violations.get("exclusion", [])) -
+                 len(rec.violations.get("tokens backwards", [])) -
+                 len(rec.violations.get("acknowledged leases lost", [])) -
+                 len(rec.violations.get("late calls", [])), legit))
+        print("%s: %d passed, %d failed" % (name, passed, failed))
+        return 0 if failed == 0 else 1
 
 
 def main():
-    admin = connect()
-    with admin.cursor() as cur:
-        cur.execute("DROP TABLE IF EXISTS torture_guard, torture_active")
-        cur.execute("CREATE TABLE torture_guard (name text PRIMARY KEY, last_token bigint NOT NULL)")
-        cur.execute("CREATE TABLE torture_active (client int PRIMARY KEY, name text, token bigint, mode text)")
-        cur.execute("INSERT INTO torture_guard SELECT n, 0 FROM unnest(%s::text[]) n", (HOT + COLD,))
-    deadline = time.monotonic() + SECONDS
-    clients = [Client(i, deadline) for i in range(CLIENTS)]
-    for c in clients:
-        c.start()
-    f = threading.Thread(target=faults, args=(deadline, clients), daemon=True)
-    f.start()
-    for c in clients:
-        c.join(SECONDS + 60)
-        if c.is_alive():
-            violation("client %d did not finish" % c.cid)
-    f.join(10)
-
-    # quiescence: every client is gone; wait for the worker and the reaper
-    checks = []
-    time.sleep(2.5)
-    with admin.cursor() as cur:
-        def check(what, sql, expected):
-            for _ in range(50):
-                cur.execute(sql)
-                got = cur.fetchone()[0]
-                if got == expected:
-                    break
-                time.sleep(0.1)
-            checks.append((what, got == expected, got))
-        check("no queue rows", "SELECT count(*) FROM dlock.queue", 0)
-        check("no grants to dead sessions",
-              "SELECT count(*) FROM dlock.held h WHERE owner IS NULL AND NOT EXISTS"
-              " (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid"
-              " AND a.backend_start = h.backend_start)", 0)
-        check("no lease past its expiry",
-              "SELECT count(*) FROM dlock.held WHERE expires_at < now() - interval '1 s'", 0)
-        check("fencing tokens never went backwards (guard rows >= 0)",
-              "SELECT count(*) FROM torture_guard WHERE last_token < 0", 0)
-        cur.execute("DROP TABLE torture_guard, torture_active")
-    admin.close()
-
-    passed = failed = 0
-    print("%-44s %10s" % ("operations and faults", "count"))
-    for k in sorted(stats):
-        print("%-44s %10d" % (k, stats[k]))
-    print("clients %d, %.0f s" % (CLIENTS, SECONDS))
-    for what, ok, got in checks:
-        print("%s %s%s" % ("ok  " if ok else "FAIL", what, "" if ok else " (got %s)" % got))
-        passed += ok
-        failed += not ok
-    for d in deadlocks[:5]:
-        print("deadlock reported:", d)
-    for v in violations[:20]:
-        print("VIOLATION", v)
-    if violations:
-        failed += 1
-        print("FAIL %d violations" % len(violations))
-    else:
-        passed += 1
-        print("ok   no exclusion, fencing or timeout violations")
-    if stats.get("operations", 0) < CLIENTS:
-        failed += 1
-        print("FAIL too few operations ran")
-    else:
-        passed += 1
-    print("torture: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir")
+    ap.add_argument("--port", type=int)
+    ap.add_argument("--dir2")
+    ap.add_argument("--port2", type=int)
+    ap.add_argument("--ha", action="store_true")
+    ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--procs", type=int, default=4)
+    ap.add_argument("--heavy-every", type=float, default=8.0)
+    ap.add_argument("--failovers", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    ap.add_argument("--proc-client", type=int)
+    ap.add_argument("--proc-deadline", type=float)
+    ap.add_argument("--proc-seed", type=int)
+    args = ap.parse_args()
+    if args.proc_client is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return proc_client_main(args.proc_client, args.proc_deadline, args.proc_seed)
+    print("seed %d (TORTURE_SEED=%d repeats the fault schedule)" % (args.seed, args.seed))
+    sys.stdout.flush()
+    return Run(args).run()
 
 
 if __name__ == "__main__":
