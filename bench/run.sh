@@ -5,7 +5,7 @@
 #
 # Workloads (see shared BENCHMARKS.md): 1 uncontended pairs, 2 try-lock
 # pairs, 3 contended hand-off, 4 scale with many held leases and their mass
-# expiry.  Anchors:
+# expiry, 5 MySQL/MariaDB (bench/mysql_bench.sh).  Anchors:
 # SELECT 1, pg_advisory_lock, a hand-rolled lock table, and a Redis
 # SET NX PX lock (bench/redis_lock.c, its own redis-server, not durable).
 set -eu
@@ -215,6 +215,12 @@ if [ -n "$DEADLINE" ]; then
     echo
     } >> "$RES"
 fi
+
+# ---- 5. MySQL/MariaDB (bench/mysql_bench.sh: its own throwaway MariaDB) ------
+# the dlock UDF vs GET_LOCK and a hand-rolled InnoDB lock table, one C driver
+"$ROOT/bench/mysql_bench.sh" "$RES" "$T" "$CLIENTS" "$WAITERS" "$HOLDS" \
+    "$OUT/$STAMP-$(hostname -s)-mysql-handoff.png"
+# ---- end of 5 -----------------------------------------------------------------
 
 # ---- 6. Coordination services (same Python driver) -------------------------
 # dlock on this server vs ZooKeeper's fair lock (kazoo Lock), both from one

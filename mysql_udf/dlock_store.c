@@ -1,27 +1,28 @@
 /*
  * dlock_store.c
- *		The lock manager of the MySQL/MariaDB plugin: the queue-then-main-row
- *		algorithm over InnoDB tables in the `dlock` schema, reached through a
- *		pool of libmariadb connections, and the registry of waiting calls.
+ *		The lock manager of the MySQL/MariaDB plugin: calls of the algorithm's
+ *		steps in the lock store, the pool of libmariadb connections that
+ *		reaches it, and the registry of waiting calls.
  *
- * Tables (sql/mysql/install.sql): dlock.queue holds one row per waiting
- * request, its AUTO_INCREMENT ticket is the FIFO order and, once granted,
- * the fencing token; dlock.held holds one row per (name, holder), the main
- * rows; dlock.names has one row per name and serialises every decision
- * about that name: each step below is one short transaction on a pooled
- * connection that starts by locking that row (INSERT ... ON DUPLICATE KEY
- * UPDATE), so concurrent calls - in this server, in other servers sharing
- * the store, and the reaper - see and change a name one at a time.
+ * The algorithm itself - the queue-then-main-row steps over the InnoDB
+ * tables of the `dlock` schema - is a set of stored procedures
+ * (dlock.step_*, sql/mysql/install.sql): each step is one transaction in
+ * one CALL, so it costs one round trip on a pooled connection.  Every step
+ * first locks the name's row in dlock.names, so concurrent calls - in this
+ * server, in other servers sharing the store, and the reaper - see and
+ * change a name one at a time.  The mode compatibility matrix is passed to
+ * the procedures from core/ (dlock_core.c), the one place it is defined.
  *
  * Locking rules inside this process:
  *	- pool_mutex protects the idle connection list.  A connection is used by
  *	  one thread at a time, between conn_get() and conn_put(), and never
  *	  while a call waits: a waiting call holds no connection.
  *	- reg_mutex protects the waiter registry and every Waiter's state.  It is
- *	  never held while talking to the store.  A thread that committed grants
- *	  or withdrawals marks the affected waiters under reg_mutex and signals
- *	  their condition variables (notify()); a waiter whose ticket was not yet
- *	  known when that happened is "poked" and looks at the tables itself.
+ *	  never held while talking to the store.  A thread whose step granted or
+ *	  withdrew requests (the step's result lists them) marks the affected
+ *	  waiters under reg_mutex and signals their condition variables
+ *	  (notify()); a waiter whose ticket was not yet known when that happened
+ *	  is "poked" and looks at the tables itself.
  *	- Nothing here reads user values into SQL text: every statement is a
  *	  prepared statement with bound parameters.
  */
@@ -46,123 +47,47 @@
 #define DLOCK_CNF "/etc/mysql/dlock.cnf"
 #endif
 
-#define MAX_IDLE_CONNS 8
+/* enough for every call that runs at once: a full pool never reconnects */
+#define MAX_IDLE_CONNS 64
 #define IDLE_PING_SECONDS 30
 #define MAX_DEADLOCK_RETRIES 20
-#define QUEUE_SCAN_LIMIT 256
 
 /* ------------------------------------------------------------------------
  * Statements.  Every one takes only bound parameters.
  * ------------------------------------------------------------------------ */
 enum
 {
-	Q_LOCK_NAME,
-	Q_EXPIRE_NAME,
-	Q_HELD_BY,
-	Q_REENTER,
-	Q_HELD_SUMMARY,
-	Q_QUEUE_MASK,
-	Q_ENQUEUE,
-	Q_QUEUE_SCAN,
-	Q_GRANT_INS,
-	Q_GRANT_DEL,
-	Q_TOKEN_OF_HOLDER,
-	Q_IN_QUEUE,
-	Q_HEAD_OF_QUEUE,
-	Q_HELD_TOKEN,
-	Q_REL_DEC,
-	Q_REL_DEL,
-	Q_REL_TOKEN_DEC,
-	Q_REL_TOKEN_DEL,
-	Q_WITHDRAW,
-	Q_WITHDRAW_STRAY,
+	Q_ACQUIRE,
+	Q_RELEASE,
+	Q_STATUS,
 	Q_RENEW,
-	Q_EXPIRY_OF,
+	Q_RELEASE_ALL,
+	Q_REAP,
 	Q_NAMES_OF_HOLDER,
-	Q_DEL_HELD_OF_HOLDER,
-	Q_TICKETS_OF_HOLDER,
-	Q_DEL_QUEUE_OF_HOLDER,
 	Q_HOLDER,
 	Q_EXPIRED_NAMES,
 	Q_DEAD_HELD,
 	Q_DEAD_QUEUE,
-	Q_DEL_HELD_TOKEN,
-	Q_DEL_IDLE_NAMES,
+	Q_FORGET_IDLE,
 	NQ
 };
 
 static const char *const Q[NQ] = {
-	[Q_LOCK_NAME] =
-	"INSERT INTO dlock.names (name) VALUES (?) "
-	"ON DUPLICATE KEY UPDATE version = version + 1",
-	[Q_EXPIRE_NAME] =
-	"DELETE FROM dlock.held WHERE name = ? AND expires_at <= NOW(6)",
-	[Q_HELD_BY] =
-	"SELECT token, mode FROM dlock.held WHERE name = ? AND holder = ?",
-	[Q_REENTER] =
-	"UPDATE dlock.held SET `count` = `count` + 1 WHERE token = ?",
-	[Q_HELD_SUMMARY] =
-	"SELECT BIT_OR(1 << mode), "
-	"GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(expires_at))) "
-	"FROM dlock.held WHERE name = ?",
-	[Q_QUEUE_MASK] =
-	"SELECT BIT_OR(1 << mode) FROM dlock.queue WHERE name = ?",
-	[Q_ENQUEUE] =
-	"INSERT INTO dlock.queue (name, holder, owner, server, incarnation, "
-	"conn_id, mode, ttl_us, since, timeout_at) "
-	"VALUES (?, ?, ?, ?, ?, ?, ?, ?, NOW(6), "
-	"NOW(6) + INTERVAL ? MICROSECOND)",
-	[Q_QUEUE_SCAN] =
-	"SELECT ticket, mode, holder FROM dlock.queue WHERE name = ? "
-	"ORDER BY ticket LIMIT 256",
-	[Q_GRANT_INS] =
-	"INSERT INTO dlock.held (token, name, holder, owner, server, incarnation, "
-	"conn_id, mode, `count`, granted_at, expires_at, ttl_us) "
-	"SELECT q.ticket, q.name, q.holder, q.owner, q.server, q.incarnation, "
-	"q.conn_id, q.mode, 1, NOW(6), NOW(6) + INTERVAL q.ttl_us MICROSECOND, "
-	"q.ttl_us FROM dlock.queue q WHERE q.ticket = ? "
-	"ON DUPLICATE KEY UPDATE `count` = dlock.held.`count` + 1",
-	[Q_GRANT_DEL] =
-	"DELETE FROM dlock.queue WHERE ticket = ?",
-	[Q_TOKEN_OF_HOLDER] =
-	"SELECT token FROM dlock.held WHERE name = ? AND holder = ?",
-	[Q_IN_QUEUE] =
-	"SELECT 1 FROM dlock.queue WHERE ticket = ?",
-	[Q_HEAD_OF_QUEUE] =
-	"SELECT MIN(ticket) FROM dlock.queue WHERE name = ?",
-	[Q_HELD_TOKEN] =
-	"SELECT token FROM dlock.held WHERE token = ?",
-	[Q_REL_DEC] =
-	"UPDATE dlock.held SET `count` = `count` - 1 "
-	"WHERE name = ? AND holder = ? AND `count` > 1",
-	[Q_REL_DEL] =
-	"DELETE FROM dlock.held WHERE name = ? AND holder = ?",
-	[Q_REL_TOKEN_DEC] =
-	"UPDATE dlock.held SET `count` = `count` - 1 "
-	"WHERE token = ? AND `count` > 1",
-	[Q_REL_TOKEN_DEL] =
-	"DELETE FROM dlock.held WHERE token = ?",
-	[Q_WITHDRAW] =
-	"DELETE FROM dlock.queue WHERE ticket = ?",
-	[Q_WITHDRAW_STRAY] =
-	"DELETE FROM dlock.queue WHERE name = ? AND holder = ? AND server = ? "
-	"AND incarnation = ? AND conn_id = ?",
+	[Q_ACQUIRE] =
+	"CALL dlock.step_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[Q_RELEASE] =
+	"CALL dlock.step_release(?, ?, ?)",
+	[Q_STATUS] =
+	"CALL dlock.step_status(?, ?, ?, ?, ?, ?)",
 	[Q_RENEW] =
-	"UPDATE dlock.held SET ttl_us = COALESCE(?, ttl_us), "
-	"expires_at = NOW(6) + INTERVAL COALESCE(?, ttl_us) MICROSECOND "
-	"WHERE name = ? AND holder = ?",
-	[Q_EXPIRY_OF] =
-	"SELECT DATE_FORMAT(expires_at, '%Y-%m-%d %H:%i:%s.%f') "
-	"FROM dlock.held WHERE name = ? AND holder = ?",
+	"CALL dlock.step_renew(?, ?, ?)",
+	[Q_RELEASE_ALL] =
+	"CALL dlock.step_release_all(?, ?, ?)",
+	[Q_REAP] =
+	"CALL dlock.step_reap(?, ?, ?, ?)",
 	[Q_NAMES_OF_HOLDER] =
 	"SELECT name FROM dlock.held WHERE holder = ? "
 	"UNION SELECT name FROM dlock.queue WHERE holder = ?",
-	[Q_DEL_HELD_OF_HOLDER] =
-	"DELETE FROM dlock.held WHERE name = ? AND holder = ?",
-	[Q_TICKETS_OF_HOLDER] =
-	"SELECT ticket FROM dlock.queue WHERE name = ? AND holder = ?",
-	[Q_DEL_QUEUE_OF_HOLDER] =
-	"DELETE FROM dlock.queue WHERE name = ? AND holder = ?",
 	[Q_HOLDER] =
 	"SELECT GROUP_CONCAT(IFNULL(owner, conn_id) ORDER BY token "
 	"SEPARATOR ', ') FROM dlock.held "
@@ -178,14 +103,10 @@ static const char *const Q[NQ] = {
 	"SELECT ticket, name FROM dlock.queue WHERE server = ? "
 	"AND (incarnation <> ? OR (since < NOW(6) AND conn_id NOT IN "
 	"(SELECT ID FROM information_schema.PROCESSLIST))) LIMIT 1000",
-	[Q_DEL_HELD_TOKEN] =
-	"DELETE FROM dlock.held WHERE token = ?",
-	[Q_DEL_IDLE_NAMES] =
-	"DELETE FROM dlock.names WHERE NOT EXISTS "
-	"(SELECT 1 FROM dlock.held h WHERE h.name = dlock.names.name) "
-	"AND NOT EXISTS (SELECT 1 FROM dlock.queue q WHERE q.name = dlock.names.name) "
-	"LIMIT 1000",
+	[Q_FORGET_IDLE] =
+	"CALL dlock.step_forget_idle(1000)",
 };
+
 
 /* ------------------------------------------------------------------------
  * Process-wide configuration, set once.
@@ -441,7 +362,7 @@ typedef struct P
 #define PIN(v) ((v) < 0 ? PN : PI(v))	/* int or NULL when negative */
 
 #define MAXP 12
-#define MAXCOL 4
+#define MAXCOL 9
 #define COLBUF 128
 
 typedef struct Row
@@ -611,6 +532,15 @@ q_run(Conn *c, int qid, const P *p, int np, RowCb cb, void *arg,
 		mysql_free_result(meta);
 		meta = NULL;
 	}
+	/* a CALL ends with a status result after its rows; an error there too */
+	{
+		int			nr;
+
+		while ((nr = mysql_stmt_next_result(st)) == 0)
+			mysql_stmt_free_result(st);
+		if (nr > 0)
+			goto fail;
+	}
 	rc = 0;
 	return rc;
 
@@ -631,42 +561,6 @@ fail:
 	}
 	mysql_stmt_reset(st);
 	return -1;
-}
-
-static int
-q_plain(Conn *c, const char *sql, const char *fn, DlockErr *err, QErr *qe)
-{
-	qe->no = 0;
-	if (mysql_real_query(c->my, sql, strlen(sql)) != 0)
-	{
-		qe->no = mysql_errno(c->my);
-		set_err(err, DLOCK_ER_UNKNOWN, "%s: lock store: %s", fn,
-				mysql_error(c->my));
-		return -1;
-	}
-	return 0;
-}
-
-/* Callbacks collecting the first row's columns as integers. */
-typedef struct IntRow
-{
-	int			found;
-	long long	v[MAXCOL];
-	int			null[MAXCOL];
-} IntRow;
-
-static int
-cb_int_row(void *arg, const Row *r)
-{
-	IntRow	   *ir = arg;
-
-	ir->found = 1;
-	for (int i = 0; i < r->ncol; i++)
-	{
-		ir->null[i] = r->null[i];
-		ir->v[i] = row_int(r, i, 0);
-	}
-	return 1;
 }
 
 /* Callback collecting the first row's first column as a malloc'ed string. */
@@ -762,19 +656,6 @@ dup_bytes(const char *s, size_t len)
 	return d;
 }
 
-/* rows (id) */
-static int
-cb_ids(void *arg, const Row *r)
-{
-	List	   *l = arg;
-	Item	   *it = lst_push(l);
-
-	if (it == NULL)
-		return 1;
-	it->id = (unsigned long long) row_int(r, 0, 0);
-	return 0;
-}
-
 /* rows (name) */
 static int
 cb_names(void *arg, const Row *r)
@@ -804,24 +685,6 @@ cb_id_names(void *arg, const Row *r)
 	it->name = dup_bytes(r->v[1], r->len[1]);
 	it->name_len = r->len[1];
 	if (it->name == NULL)
-		l->oom = 1;
-	return l->oom;
-}
-
-/* rows (ticket, mode, holder) */
-static int
-cb_queue(void *arg, const Row *r)
-{
-	List	   *l = arg;
-	Item	   *it = lst_push(l);
-
-	if (it == NULL)
-		return 1;
-	it->id = (unsigned long long) row_int(r, 0, 0);
-	it->mode = (int) row_int(r, 1, DLOCK_MODE_EX);
-	it->holder = dup_bytes(r->v[2], r->len[2]);
-	it->holder_len = r->len[2];
-	if (it->holder == NULL)
 		l->oom = 1;
 	return l->oom;
 }
@@ -874,38 +737,126 @@ reg_remove(Waiter *w)
 	pthread_mutex_unlock(&reg_mutex);
 }
 
-/* Outcome of one transaction on a name: whom it granted or withdrew. */
-typedef struct Outcome
+
+/* ------------------------------------------------------------------------
+ * Steps: one CALL of a dlock.step_* procedure, one transaction.
+ * ------------------------------------------------------------------------ */
+
+/* The state a step reports (the procedures' first column). */
+enum
 {
-	List		granted;		/* id = ticket, mode = unused, holder */
-	long long  *tokens;			/* parallel to granted */
-	List		withdrawn;		/* id = ticket */
-} Outcome;
+	ST_NONE = 0,				/* not held */
+	ST_GRANTED = 1,				/* granted, released, found */
+	ST_WAITING = 2,
+	ST_REFUSED = 3,				/* try-acquire: not now */
+	ST_STRONGER = 4,			/* held in a weaker mode (DL003) */
+	ST_WITHDRAWN = 5
+};
+
+/* A step's result row. */
+typedef struct Step
+{
+	int			found;
+	int			state;
+	long long	token;			/* 0: none */
+	unsigned long long ticket;	/* 0: none */
+	int			head;			/* first in its name's queue */
+	long long	next_expiry_us; /* -1: no lease on the name */
+	long long	count;
+	char	   *granted;		/* "ticket:token," per grant */
+	char	   *withdrawn;		/* "ticket," per withdrawn request */
+	char	   *expiry;			/* NULL: none */
+	int			oom;
+} Step;
 
 static void
-outcome_free(Outcome *o)
+step_free(Step *s)
 {
-	lst_free(&o->granted);
-	lst_free(&o->withdrawn);
-	free(o->tokens);
-	memset(o, 0, sizeof(*o));
+	free(s->granted);
+	free(s->withdrawn);
+	free(s->expiry);
+	memset(s, 0, sizeof(*s));
+}
+
+static char *
+col_dup(const Row *r, int i, int *oom)
+{
+	char	   *d;
+
+	if (i >= r->ncol || r->null[i])
+		return NULL;
+	d = dup_bytes(r->v[i], r->len[i]);
+	if (d == NULL)
+		*oom = 1;
+	return d;
+}
+
+static int
+cb_step(void *arg, const Row *r)
+{
+	Step	   *s = arg;
+
+	s->found = 1;
+	s->state = (int) row_int(r, 0, ST_NONE);
+	s->token = row_int(r, 1, 0);
+	s->ticket = (unsigned long long) row_int(r, 2, 0);
+	s->head = (int) row_int(r, 3, 0);
+	s->next_expiry_us = row_int(r, 4, -1);
+	s->count = row_int(r, 5, 0);
+	s->granted = col_dup(r, 6, &s->oom);
+	s->withdrawn = col_dup(r, 7, &s->oom);
+	s->expiry = col_dup(r, 8, &s->oom);
+	return 1;
+}
+
+/* Is ticket in a list "t:tok,t:tok," (granted) or "t,t," (withdrawn)? */
+static int
+in_list(const char *list, unsigned long long ticket, long long *token)
+{
+	const char *p = list;
+
+	while (p && *p)
+	{
+		char	   *end;
+		unsigned long long t = strtoull(p, &end, 10);
+		long long	tok = (long long) t;
+
+		if (end == p)
+			return 0;
+		if (*end == ':')
+			tok = strtoll(end + 1, &end, 10);
+		if (t == ticket)
+		{
+			if (token)
+				*token = tok;
+			return 1;
+		}
+		p = strchr(end, ',');
+		if (p)
+			p++;
+	}
+	return 0;
 }
 
 /*
  * notify
- *		After a commit: mark local waiters whose tickets were granted or
- *		withdrawn and wake them; poke waiters of the same name whose ticket
+ *		After a step committed: mark local waiters whose tickets it granted
+ *		or withdrew and wake them; poke waiters of the same name whose ticket
  *		is not known yet.  Only waiters of this name are touched.
  */
 static void
-notify(const char *name, size_t name_len, const Outcome *o)
+notify(const char *name, size_t name_len, const Step *s)
 {
-	if (o->granted.n == 0 && o->withdrawn.n == 0)
+	int			any_g = s->granted && s->granted[0];
+	int			any_w = s->withdrawn && s->withdrawn[0];
+
+	if (!any_g && !any_w)
 		return;
 	pthread_mutex_lock(&reg_mutex);
 	for (Waiter *w = reg_head; w; w = w->next)
 	{
 		int			hit = 0;
+		long long	tok;
 
 		if (w->name_len != name_len || memcmp(w->name, name, name_len) != 0)
 			continue;
@@ -914,249 +865,22 @@ notify(const char *name, size_t name_len, const Outcome *o)
 			w->poked = 1;
 			hit = 1;
 		}
-		for (int i = 0; !hit && i < o->granted.n; i++)
-			if (o->granted.items[i].id == w->ticket)
-			{
-				w->state = W_GRANTED;
-				w->token = o->tokens ? o->tokens[i] : (long long) w->ticket;
-				hit = 1;
-			}
-		for (int i = 0; !hit && i < o->withdrawn.n; i++)
-			if (o->withdrawn.items[i].id == w->ticket)
-			{
-				w->state = W_WITHDRAWN;
-				hit = 1;
-			}
+		else if (any_g && in_list(s->granted, w->ticket, &tok))
+		{
+			w->state = W_GRANTED;
+			w->token = tok;
+			hit = 1;
+		}
+		else if (any_w && in_list(s->withdrawn, w->ticket, NULL))
+		{
+			w->state = W_WITHDRAWN;
+			hit = 1;
+		}
 		if (hit)
 			pthread_cond_signal(&w->cond);
 	}
 	pthread_mutex_unlock(&reg_mutex);
 }
-
-/* ------------------------------------------------------------------------
- * The algorithm.  Each function below runs inside a transaction whose
- * first statement locked the name's row in dlock.names.
- * ------------------------------------------------------------------------ */
-typedef struct Tx
-{
-	Conn	   *c;
-	const char *fn;
-	DlockErr   *err;
-	QErr		qe;
-} Tx;
-
-#define RUN(tx, qid, cb, arg, aff, lid, ...) \
-	q_run((tx)->c, (qid), (P[]) {__VA_ARGS__}, \
-		  (int) (sizeof((P[]) {__VA_ARGS__}) / sizeof(P)), \
-		  (cb), (arg), (aff), (lid), (tx)->fn, (tx)->err, &(tx)->qe)
-
-static int
-tx_begin_name(Tx *tx, const char *name, size_t len)
-{
-	if (q_plain(tx->c, "START TRANSACTION", tx->fn, tx->err, &tx->qe) != 0)
-		return -1;
-	if (RUN(tx, Q_LOCK_NAME, NULL, NULL, NULL, NULL, PS(name, len)) != 0)
-		return -1;
-	/* leases that ran out are gone before anything is decided */
-	return RUN(tx, Q_EXPIRE_NAME, NULL, NULL, NULL, NULL, PS(name, len));
-}
-
-static int
-tx_commit(Tx *tx)
-{
-	if (mysql_commit(tx->c->my) != 0)
-	{
-		tx->qe.no = mysql_errno(tx->c->my);
-		set_err(tx->err, DLOCK_ER_UNKNOWN, "%s: lock store: %s", tx->fn,
-				mysql_error(tx->c->my));
-		return -1;
-	}
-	return 0;
-}
-
-static void
-tx_rollback(Tx *tx)
-{
-	(void) mysql_rollback(tx->c->my);
-}
-
-/*
- * advance
- *		Grant, in ticket order, every queued request of the name that is
- *		compatible with all holders and with every request queued before
- *		it.  Appends the grants to o.  *next_expiry_us (if not NULL) gets
- *		the time until the earliest lease of the name ends, -1 if none.
- */
-static int
-advance(Tx *tx, const char *name, size_t len, Outcome *o,
-		long long *next_expiry_us)
-{
-	IntRow		sum = {0};
-	List		q = {0};
-	DLockModeMask held, blocked = 0;
-	int			rc = -1;
-
-	if (RUN(tx, Q_HELD_SUMMARY, cb_int_row, &sum, NULL, NULL, PS(name, len)) != 0)
-		return -1;
-	held = sum.null[0] ? 0 : (DLockModeMask) sum.v[0];
-	if (next_expiry_us)
-		*next_expiry_us = sum.null[1] ? -1 : sum.v[1];
-
-	if (RUN(tx, Q_QUEUE_SCAN, cb_queue, &q, NULL, NULL, PS(name, len)) != 0)
-		goto done;
-	if (q.oom)
-		goto oom;
-	for (int i = 0; i < q.n; i++)
-	{
-		Item	   *it = &q.items[i];
-		unsigned long long aff = 0;
-		long long	token = (long long) it->id;
-		Item	   *g;
-		long long  *tk;
-
-		if (dlock_mode_conflicts(it->mode) & (held | blocked))
-		{
-			blocked |= DLOCK_MODE_BIT(it->mode);
-			/* nothing behind an exclusive request can pass it */
-			if (it->mode == DLOCK_MODE_EX)
-				break;
-			continue;
-		}
-		if (RUN(tx, Q_GRANT_INS, NULL, NULL, &aff, NULL, PI(it->id)) != 0 ||
-			RUN(tx, Q_GRANT_DEL, NULL, NULL, NULL, NULL, PI(it->id)) != 0)
-			goto done;
-		if (aff != 1)
-		{
-			/* the holder already held it (same owner key): one more level */
-			IntRow		t = {0};
-
-			if (RUN(tx, Q_TOKEN_OF_HOLDER, cb_int_row, &t, NULL, NULL,
-					PS(name, len), PS(it->holder, it->holder_len)) != 0)
-				goto done;
-			if (t.found)
-				token = t.v[0];
-		}
-		held |= DLOCK_MODE_BIT(it->mode);
-		g = lst_push(&o->granted);
-		tk = realloc(o->tokens, sizeof(long long) * (o->granted.cap ? o->granted.cap : 1));
-		if (g == NULL || tk == NULL)
-		{
-			if (tk)
-				o->tokens = tk;
-			goto oom;
-		}
-		o->tokens = tk;
-		g->id = it->id;
-		o->tokens[o->granted.n - 1] = token;
-	}
-	rc = 0;
-	goto done;
-oom:
-	set_err(tx->err, DLOCK_ER_UNKNOWN, "%s: out of memory", tx->fn);
-done:
-	lst_free(&q);
-	return rc;
-}
-
-/* Result of the acquire transaction. */
-enum
-{
-	ACQ_GRANTED, ACQ_QUEUED, ACQ_REFUSED
-};
-
-typedef struct AcqCtx
-{
-	const DlockReq *req;
-	const DlockCaller *who;
-	const char *holder;
-	size_t		holder_len;
-	int			try_only;
-	/* out */
-	int			result;
-	long long	token;
-	unsigned long long ticket;
-	int			stronger;		/* error: re-acquire in a stronger mode */
-} AcqCtx;
-
-static int
-tx_acquire(Tx *tx, AcqCtx *a, Outcome *o)
-{
-	const DlockReq *r = a->req;
-	IntRow		mine = {0};
-	unsigned long long ticket = 0;
-
-	if (tx_begin_name(tx, r->name, r->name_len) != 0)
-		return -1;
-
-	/* re-entrant: the holder already holds this name */
-	if (RUN(tx, Q_HELD_BY, cb_int_row, &mine, NULL, NULL,
-			PS(r->name, r->name_len), PS(a->holder, a->holder_len)) != 0)
-		return -1;
-	if (mine.found)
-	{
-		if (!dlock_mode_covers((int) mine.v[1], r->mode))
-		{
-			a->stronger = 1;
-			return 0;
-		}
-		if (RUN(tx, Q_REENTER, NULL, NULL, NULL, NULL, PI(mine.v[0])) != 0)
-			return -1;
-		a->result = ACQ_GRANTED;
-		a->token = mine.v[0];
-		return 0;
-	}
-
-	if (a->try_only)
-	{
-		IntRow		sum = {0};
-		IntRow		qm = {0};
-		DLockModeMask busy;
-
-		if (RUN(tx, Q_HELD_SUMMARY, cb_int_row, &sum, NULL, NULL,
-				PS(r->name, r->name_len)) != 0 ||
-			RUN(tx, Q_QUEUE_MASK, cb_int_row, &qm, NULL, NULL,
-				PS(r->name, r->name_len)) != 0)
-			return -1;
-		busy = (sum.null[0] ? 0 : (DLockModeMask) sum.v[0]) |
-			(qm.null[0] ? 0 : (DLockModeMask) qm.v[0]);
-		if (dlock_mode_conflicts(r->mode) & busy)
-		{
-			a->result = ACQ_REFUSED;
-			return 0;
-		}
-	}
-
-	if (RUN(tx, Q_ENQUEUE, NULL, NULL, NULL, &ticket,
-			PS(r->name, r->name_len), PS(a->holder, a->holder_len),
-			r->owner ? PS(r->owner, r->owner_len) : PN,
-			PS(server_id, strlen(server_id)),
-			PS(incarnation, strlen(incarnation)),
-			PI(a->who->conn_id), PI(r->mode), PIN(r->ttl_us),
-			PIN(r->timeout_us)) != 0)
-		return -1;
-	a->ticket = ticket;
-	if (advance(tx, r->name, r->name_len, o, NULL) != 0)
-		return -1;
-	a->result = ACQ_QUEUED;
-	for (int i = 0; i < o->granted.n; i++)
-		if (o->granted.items[i].id == ticket)
-		{
-			a->result = ACQ_GRANTED;
-			a->token = o->tokens[i];
-		}
-	if (a->try_only && a->result != ACQ_GRANTED)
-	{
-		/* cannot happen (checked above); leave nothing behind */
-		a->result = ACQ_REFUSED;
-		return RUN(tx, Q_WITHDRAW, NULL, NULL, NULL, NULL, PI(ticket));
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------------
- * Driver: run a transaction on a name with retries on deadlocks.
- * ------------------------------------------------------------------------ */
-typedef int (*TxFn) (Tx *tx, void *arg, Outcome *o);
 
 static int
 is_retryable(unsigned int no)
@@ -1172,74 +896,73 @@ is_conn_error(unsigned int no)
 		no == CR_CONNECTION_ERROR || no == CR_CONN_HOST_ERROR;
 }
 
+/* The mode matrix for the procedures, packed from core/ once. */
+static long long packed_conflicts;
+static long long packed_covers;
+
+static void
+pack_matrix(void)
+{
+	for (int m = 0; m < DLOCK_NMODES; m++)
+	{
+		packed_conflicts |= (long long) (dlock_mode_conflicts(m) & 63) << (6 * m);
+		for (int w = 0; w < DLOCK_NMODES; w++)
+			if (dlock_mode_covers(m, w))
+				packed_covers |= 1LL << (6 * m + w);
+	}
+}
+
 /*
- * run_tx
- *		Run fn as one transaction on the name, commit, wake local waiters.
- *		fn sets *arg's results; they are valid only when this returns 0.
- *		fn returning 1 means "roll back, no error".
+ * run_step
+ *		CALL step qid with params on a pooled connection, retrying
+ *		deadlocks; on success wake the local waiters it decided and return 0
+ *		with *out filled (caller frees it with step_free).
  */
 static int
-run_tx(const char *fn, const char *name, size_t len, TxFn f, void *arg,
-	   Outcome *out_copy, DlockErr *err)
+run_step(const char *fn, const char *name, size_t len, int qid, const P *p,
+		 int np, Step *out, DlockErr *err)
 {
 	for (int attempt = 0;; attempt++)
 	{
-		Tx			tx = {0};
-		Outcome		o = {0};
+		Conn	   *c = conn_get(fn, err);
+		QErr		qe;
 		int			r;
 
-		tx.fn = fn;
-		tx.err = err;
-		tx.c = conn_get(fn, err);
-		if (tx.c == NULL)
+		memset(out, 0, sizeof(*out));
+		if (c == NULL)
 			return -1;
-		r = f(&tx, arg, &o);
-		if (r == 0)
-			r = tx_commit(&tx);
-		else if (r == 1)
+		r = q_run(c, qid, p, np, cb_step, out, NULL, NULL, fn, err, &qe);
+		if (r == 0 && (out->oom || !out->found))
 		{
-			tx_rollback(&tx);
-			conn_put(tx.c, 0);
-			outcome_free(&o);
-			return 0;
+			set_err(err, DLOCK_ER_UNKNOWN, out->oom ? "%s: out of memory" :
+					"%s: lock store: the step returned no result", fn);
+			r = -1;
 		}
 		if (r != 0)
 		{
-			int			broken = is_conn_error(tx.qe.no);
+			int			broken = is_conn_error(qe.no);
 
+			/* an error inside the procedure may leave its transaction open */
 			if (!broken)
-				tx_rollback(&tx);
-			conn_put(tx.c, broken);
-			outcome_free(&o);
-			if (is_retryable(tx.qe.no) && attempt < MAX_DEADLOCK_RETRIES)
+				(void) mysql_rollback(c->my);
+			conn_put(c, broken);
+			step_free(out);
+			if (is_retryable(qe.no) && attempt < MAX_DEADLOCK_RETRIES)
 			{
 				usleep(1000 * (attempt + 1));
 				continue;
 			}
 			return -1;
 		}
-		conn_put(tx.c, 0);
-		notify(name, len, &o);
-		if (out_copy)
-			*out_copy = o;
-		else
-			outcome_free(&o);
+		conn_put(c, 0);
+		notify(name, len, out);
 		return 0;
 	}
 }
 
-static int
-txfn_acquire(Tx *tx, void *arg, Outcome *o)
-{
-	AcqCtx	   *a = arg;
-	int			r = tx_acquire(tx, a, o);
-
-	if (r != 0)
-		return r;
-	if (a->stronger || a->result == ACQ_REFUSED)
-		return 1;				/* roll back: nothing changes */
-	return 0;
-}
+#define STEP(fn, name, len, qid, out, err, ...) \
+	run_step((fn), (name), (len), (qid), (P[]) {__VA_ARGS__}, \
+			 (int) (sizeof((P[]) {__VA_ARGS__}) / sizeof(P)), (out), (err))
 
 /* The holder key: "k:" + owner key, or "s:" + server/incarnation/conn. */
 static size_t
@@ -1259,161 +982,53 @@ make_holder(const DlockCaller *who, const DlockReq *req, char *buf, size_t size)
 	return (size_t) n;
 }
 
-#define HOLDER_BUF (DLOCK_MAX_OWNER_LEN + 2 + 1)
-
-/* What the waiter learns from a look at the tables. */
-typedef struct StatusCtx
-{
-	const char *name;
-	size_t		name_len;
-	const char *holder;
-	size_t		holder_len;
-	unsigned long long ticket;
-	int			kill;			/* withdraw: release a grant we find */
-	int			withdraw;		/* 1: withdraw, 0: just look */
-	/* out */
-	int			state;			/* W_* */
-	long long	token;
-	int			head;			/* first in the queue of its name */
-	long long	next_expiry_us;
-} StatusCtx;
+#define HOLDER_BUF (DLOCK_MAX_OWNER_LEN + 2 + 200)
 
 /*
- * txfn_status
- *		A waiter's look at the tables: expire, grant what can be granted,
- *		then find out what became of its ticket.  With withdraw set, the
- *		request is taken out of the queue; a grant found instead is kept
- *		(timeout: the caller gets it) or released again (kill).
+ * status
+ *		A waiter's look at its ticket (withdraw: take it out of the queue,
+ *		kill: give back a grant found instead).
  */
 static int
-txfn_status(Tx *tx, void *arg, Outcome *o)
+status(const DlockReq *req, const char *holder, size_t hlen,
+	   unsigned long long ticket, int withdraw, int kill, Step *s,
+	   DlockErr *err)
 {
-	StatusCtx  *s = arg;
-	IntRow		inq = {0};
-	IntRow		held = {0};
-
-	if (tx_begin_name(tx, s->name, s->name_len) != 0)
-		return -1;
-	if (s->withdraw)
-	{
-		unsigned long long aff = 0;
-
-		if (RUN(tx, Q_WITHDRAW, NULL, NULL, &aff, NULL, PI(s->ticket)) != 0)
-			return -1;
-		if (aff == 1)
-		{
-			s->state = W_WITHDRAWN;
-			/* our leaving may let requests behind us through */
-			return advance(tx, s->name, s->name_len, o, NULL);
-		}
-	}
-	else
-	{
-		if (advance(tx, s->name, s->name_len, o, &s->next_expiry_us) != 0)
-			return -1;
-		for (int i = 0; i < o->granted.n; i++)
-			if (o->granted.items[i].id == s->ticket)
-			{
-				s->state = W_GRANTED;
-				s->token = o->tokens[i];
-				return 0;
-			}
-		if (RUN(tx, Q_IN_QUEUE, cb_int_row, &inq, NULL, NULL, PI(s->ticket)) != 0)
-			return -1;
-		if (inq.found)
-		{
-			IntRow		head = {0};
-
-			if (RUN(tx, Q_HEAD_OF_QUEUE, cb_int_row, &head, NULL, NULL,
-					PS(s->name, s->name_len)) != 0)
-				return -1;
-			s->state = W_WAITING;
-			s->head = head.found && !head.null[0] &&
-				(unsigned long long) head.v[0] == s->ticket;
-			return 0;
-		}
-	}
-
-	/* not in the queue: granted earlier, or withdrawn by someone else */
-	if (RUN(tx, Q_HELD_TOKEN, cb_int_row, &held, NULL, NULL, PI(s->ticket)) != 0)
-		return -1;
-	if (!held.found)
-	{
-		/* merged into an existing hold of the same owner key? */
-		if (RUN(tx, Q_TOKEN_OF_HOLDER, cb_int_row, &held, NULL, NULL,
-				PS(s->name, s->name_len), PS(s->holder, s->holder_len)) != 0)
-			return -1;
-	}
-	if (!held.found)
-	{
-		s->state = W_WITHDRAWN;
-		return 0;
-	}
-	s->state = W_GRANTED;
-	s->token = held.v[0];
-	if (s->withdraw && s->kill)
-	{
-		unsigned long long aff = 0;
-
-		/* the caller will never see this grant: give it back */
-		if (RUN(tx, Q_REL_TOKEN_DEC, NULL, NULL, &aff, NULL, PI(s->token)) != 0)
-			return -1;
-		if (aff == 0 &&
-			(RUN(tx, Q_REL_TOKEN_DEL, NULL, NULL, NULL, NULL, PI(s->token)) != 0 ||
-			 advance(tx, s->name, s->name_len, o, NULL) != 0))
-			return -1;
-		s->state = W_WITHDRAWN;
-	}
-	return 0;
+	return STEP(req->fn, req->name, req->name_len, Q_STATUS, s, err,
+				PS(req->name, req->name_len), PS(holder, hlen), PI(ticket),
+				PI(withdraw), PI(kill), PI(packed_conflicts));
 }
 
 /* Best effort after an error: no queue row of this call may stay behind. */
 static void
-withdraw_stray(const DlockCaller *who, const DlockReq *req,
-			   const char *holder, size_t holder_len)
+withdraw_stray(const DlockReq *req, const char *holder, size_t hlen,
+			   unsigned long long ticket)
 {
 	DlockErr	e2;
-	Conn	   *c = conn_get(req->fn, &e2);
-	Tx			tx = {0};
+	Step		s;
 
-	if (c == NULL)
-		return;
-	tx.c = c;
-	tx.fn = req->fn;
-	tx.err = &e2;
-	if (RUN(&tx, Q_WITHDRAW_STRAY, NULL, NULL, NULL, NULL,
-			PS(req->name, req->name_len), PS(holder, holder_len),
-			PS(server_id, strlen(server_id)),
-			PS(incarnation, strlen(incarnation)), PI(who->conn_id)) != 0)
-	{
-		conn_put(c, is_conn_error(tx.qe.no));
-		return;
-	}
-	conn_put(c, 0);
+	if (ticket != 0 && status(req, holder, hlen, ticket, 1, 1, &s, &e2) == 0)
+		step_free(&s);
 }
 
 int
 dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 			long long *token, DlockErr *err)
 {
-	char		holder[HOLDER_BUF + 200];
-	AcqCtx		a = {0};
+	char		holder[HOLDER_BUF];
+	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
+	Step		a;
 	Waiter		w;
 	long long	start = now_us();
 	long long	deadline = req->timeout_us < 0 ? -1 : start + req->timeout_us;
 	long long	next_recheck;
 	long long	expiry_at = -1;
-	int			head = 0;
+	int			head;
 	int			rc = -1;
+	int			look = 0;
 	char		nb[80];
 
 	*token = 0;
-	a.req = req;
-	a.who = who;
-	a.holder = holder;
-	a.holder_len = make_holder(who, req, holder, sizeof(holder));
-	a.try_only = try_only;
-
 	memset(&w, 0, sizeof(w));
 	w.name = req->name;
 	w.name_len = req->name_len;
@@ -1422,13 +1037,16 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 	if (!try_only)
 		reg_add(&w);
 
-	if (run_tx(req->fn, req->name, req->name_len, txfn_acquire, &a, NULL, err) != 0)
-	{
-		if (!try_only)
-			withdraw_stray(who, req, holder, a.holder_len);
+	if (STEP(req->fn, req->name, req->name_len, Q_ACQUIRE, &a, err,
+			 PS(req->name, req->name_len), PS(holder, hlen),
+			 req->owner ? PS(req->owner, req->owner_len) : PN,
+			 PS(server_id, strlen(server_id)),
+			 PS(incarnation, strlen(incarnation)),
+			 PI(who->conn_id), PI(req->mode), PIN(req->ttl_us),
+			 PIN(req->timeout_us), PI(try_only), PI(packed_conflicts),
+			 PI(packed_covers)) != 0)
 		goto out;
-	}
-	if (a.stronger)
+	if (a.state == ST_STRONGER)
 	{
 		set_err(err, DLOCK_ER_UNKNOWN,
 				"%s: lock \"%s\" is already held in a weaker mode; "
@@ -1436,26 +1054,32 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 				show_name(req->name, req->name_len, nb, sizeof(nb)));
 		goto out;
 	}
-	if (a.result == ACQ_GRANTED || a.result == ACQ_REFUSED)
+	if (a.state != ST_WAITING)
 	{
-		*token = a.result == ACQ_GRANTED ? a.token : 0;
+		*token = a.state == ST_GRANTED ? a.token : 0;
 		rc = 0;
 		goto out;
 	}
 
-	/* Queued: wait for a wake-up, a timeout, a kill or the re-check. */
+	/*
+	 * Queued: wait for a wake-up, a timeout, a kill or the re-check.  A
+	 * grant committed before our ticket was known has poked us.
+	 */
 	pthread_mutex_lock(&reg_mutex);
 	w.ticket = a.ticket;
 	pthread_mutex_unlock(&reg_mutex);
+	head = a.head;
+	if (head && a.next_expiry_us >= 0)
+		expiry_at = now_us() + a.next_expiry_us;
 	next_recheck = now_us() + DLOCK_RECHECK_MS * 1000LL;
-	/* a grant may have been committed before our ticket was known */
-	int			look = 1;
 
 	for (;;)
 	{
 		int			state;
 		long long	now;
-		StatusCtx	s = {0};
+		int			withdraw = 0,
+					kill = 0;
+		Step		s;
 
 		pthread_mutex_lock(&reg_mutex);
 		if (w.poked)
@@ -1488,45 +1112,33 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 			break;
 		}
 		now = now_us();
-		s.name = req->name;
-		s.name_len = req->name_len;
-		s.holder = holder;
-		s.holder_len = a.holder_len;
-		s.ticket = a.ticket;
-
 		if (state == W_WITHDRAWN)
-		{
-			/* someone took the request out of the queue; confirm */
-			s.withdraw = 0;
-		}
+			withdraw = 0;		/* someone took the request out; confirm */
 		else if (who->killed && who->killed(who->killed_arg))
-		{
-			s.withdraw = 1;
-			s.kill = 1;
-		}
+			withdraw = kill = 1;
 		else if (deadline >= 0 && now >= deadline)
-			s.withdraw = 1;
-		else if (look || now >= next_recheck ||
-				 (head && expiry_at >= 0 && now >= expiry_at))
-			s.withdraw = 0;
-		else
+			withdraw = 1;
+		else if (!(look || now >= next_recheck ||
+				   (head && expiry_at >= 0 && now >= expiry_at)))
 			continue;
 
 		look = 0;
-		if (run_tx(req->fn, req->name, req->name_len, txfn_status, &s, NULL, err) != 0)
+		if (status(req, holder, hlen, a.ticket, withdraw, kill, &s, err) != 0)
 		{
-			withdraw_stray(who, req, holder, a.holder_len);
+			withdraw_stray(req, holder, hlen, a.ticket);
 			break;
 		}
-		if (s.state == W_GRANTED)
+		if (s.state == ST_GRANTED)
 		{
 			*token = s.token;
 			rc = 0;
+			step_free(&s);
 			break;
 		}
-		if (s.state == W_WITHDRAWN)
+		if (s.state == ST_WITHDRAWN)
 		{
-			if (s.withdraw)
+			step_free(&s);
+			if (withdraw)
 			{
 				/* timeout: NULL; kill: the server reports the kill */
 				rc = 0;
@@ -1542,6 +1154,7 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 		head = s.head;
 		expiry_at = s.next_expiry_us >= 0 ? now_us() + s.next_expiry_us : -1;
 		next_recheck = now_us() + DLOCK_RECHECK_MS * 1000LL;
+		step_free(&s);
 	}
 
 	/*
@@ -1550,21 +1163,17 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 	 */
 	if (rc == 0 && *token != 0 && who->killed && who->killed(who->killed_arg))
 	{
-		StatusCtx	s = {0};
+		Step		s;
 
-		s.name = req->name;
-		s.name_len = req->name_len;
-		s.holder = holder;
-		s.holder_len = a.holder_len;
-		s.ticket = (unsigned long long) *token;
-		s.withdraw = 1;
-		s.kill = 1;
-		if (run_tx(req->fn, req->name, req->name_len, txfn_status, &s, NULL, err) != 0)
+		if (status(req, holder, hlen, (unsigned long long) *token, 1, 1, &s, err) != 0)
 			rc = -1;
+		else
+			step_free(&s);
 		*token = 0;
 	}
 
 out:
+	step_free(&a);
 	if (!try_only)
 		reg_remove(&w);
 	pthread_cond_destroy(&w.cond);
@@ -1574,55 +1183,22 @@ out:
 /* ------------------------------------------------------------------------
  * Release, renew, release_all, holder
  * ------------------------------------------------------------------------ */
-typedef struct RelCtx
-{
-	const DlockReq *req;
-	const char *holder;
-	size_t		holder_len;
-	int			released;
-} RelCtx;
-
-static int
-txfn_release(Tx *tx, void *arg, Outcome *o)
-{
-	RelCtx	   *r = arg;
-	const DlockReq *q = r->req;
-	unsigned long long aff = 0;
-
-	if (tx_begin_name(tx, q->name, q->name_len) != 0)
-		return -1;
-	if (RUN(tx, Q_REL_DEC, NULL, NULL, &aff, NULL,
-			PS(q->name, q->name_len), PS(r->holder, r->holder_len)) != 0)
-		return -1;
-	if (aff == 1)
-	{
-		r->released = 1;
-		return 0;
-	}
-	if (RUN(tx, Q_REL_DEL, NULL, NULL, &aff, NULL,
-			PS(q->name, q->name_len), PS(r->holder, r->holder_len)) != 0)
-		return -1;
-	if (aff == 0)
-		return 0;				/* commit anyway: expiries happened */
-	r->released = 1;
-	return advance(tx, q->name, q->name_len, o, NULL);
-}
-
 int
 dls_release(const DlockCaller *who, const DlockReq *req, int *released,
 			DlockErr *err)
 {
-	char		holder[HOLDER_BUF + 200];
-	RelCtx		r = {0};
+	char		holder[HOLDER_BUF];
+	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
+	Step		s;
 	char		nb[80];
 
-	r.req = req;
-	r.holder = holder;
-	r.holder_len = make_holder(who, req, holder, sizeof(holder));
-	if (run_tx(req->fn, req->name, req->name_len, txfn_release, &r, NULL, err) != 0)
+	if (STEP(req->fn, req->name, req->name_len, Q_RELEASE, &s, err,
+			 PS(req->name, req->name_len), PS(holder, hlen),
+			 PI(packed_conflicts)) != 0)
 		return -1;
-	*released = r.released;
-	if (!r.released)
+	*released = s.state == ST_GRANTED;
+	step_free(&s);
+	if (!*released)
 	{
 		set_err(err, DLOCK_ER_UNKNOWN,
 				"%s: lock \"%s\" is not held by this %s", req->fn,
@@ -1633,52 +1209,21 @@ dls_release(const DlockCaller *who, const DlockReq *req, int *released,
 	return 0;
 }
 
-typedef struct RenewCtx
-{
-	const DlockReq *req;
-	const char *holder;
-	size_t		holder_len;
-	int			found;
-	StrRow		exp;
-} RenewCtx;
-
-static int
-txfn_renew(Tx *tx, void *arg, Outcome *o)
-{
-	RenewCtx   *r = arg;
-	const DlockReq *q = r->req;
-	unsigned long long aff = 0;
-
-	(void) o;
-	if (tx_begin_name(tx, q->name, q->name_len) != 0)
-		return -1;
-	if (RUN(tx, Q_RENEW, NULL, NULL, &aff, NULL, PIN(q->ttl_us), PIN(q->ttl_us),
-			PS(q->name, q->name_len), PS(r->holder, r->holder_len)) != 0)
-		return -1;
-	if (aff == 0)
-		return 0;
-	r->found = 1;
-	free(r->exp.s);
-	memset(&r->exp, 0, sizeof(r->exp));
-	return RUN(tx, Q_EXPIRY_OF, cb_str_row, &r->exp, NULL, NULL,
-			   PS(q->name, q->name_len), PS(r->holder, r->holder_len));
-}
-
 int
 dls_renew(const DlockCaller *who, const DlockReq *req, char *expiry,
 		  size_t expiry_size, int *no_lease, DlockErr *err)
 {
-	char		holder[HOLDER_BUF + 200];
-	RenewCtx	r = {0};
+	char		holder[HOLDER_BUF];
+	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
+	Step		s;
 	char		nb[80];
 	int			rc = -1;
 
-	r.req = req;
-	r.holder = holder;
-	r.holder_len = make_holder(who, req, holder, sizeof(holder));
-	if (run_tx(req->fn, req->name, req->name_len, txfn_renew, &r, NULL, err) != 0)
-		goto out;
-	if (!r.found)
+	if (STEP(req->fn, req->name, req->name_len, Q_RENEW, &s, err,
+			 PS(req->name, req->name_len), PS(holder, hlen),
+			 PIN(req->ttl_us)) != 0)
+		return -1;
+	if (s.state != ST_GRANTED)
 	{
 		set_err(err, DLOCK_ER_UNKNOWN,
 				"%s: lock \"%s\" is not held by this %s: the lease was lost "
@@ -1687,44 +1232,13 @@ dls_renew(const DlockCaller *who, const DlockReq *req, char *expiry,
 				req->owner ? "owner" : "session");
 		goto out;
 	}
-	*no_lease = r.exp.isnull || r.exp.s == NULL;
+	*no_lease = s.expiry == NULL;
 	if (!*no_lease)
-		snprintf(expiry, expiry_size, "%s", r.exp.s);
+		snprintf(expiry, expiry_size, "%s", s.expiry);
 	rc = 0;
 out:
-	free(r.exp.s);
+	step_free(&s);
 	return rc;
-}
-
-typedef struct RelAllCtx
-{
-	const char *name;
-	size_t		name_len;
-	const char *holder;
-	size_t		holder_len;
-	long long	count;
-} RelAllCtx;
-
-static int
-txfn_release_all_name(Tx *tx, void *arg, Outcome *o)
-{
-	RelAllCtx  *r = arg;
-	unsigned long long held = 0,
-				queued = 0;
-
-	if (tx_begin_name(tx, r->name, r->name_len) != 0)
-		return -1;
-	if (RUN(tx, Q_DEL_HELD_OF_HOLDER, NULL, NULL, &held, NULL,
-			PS(r->name, r->name_len), PS(r->holder, r->holder_len)) != 0 ||
-		RUN(tx, Q_TICKETS_OF_HOLDER, cb_ids, &o->withdrawn, NULL, NULL,
-			PS(r->name, r->name_len), PS(r->holder, r->holder_len)) != 0 ||
-		RUN(tx, Q_DEL_QUEUE_OF_HOLDER, NULL, NULL, &queued, NULL,
-			PS(r->name, r->name_len), PS(r->holder, r->holder_len)) != 0)
-		return -1;
-	r->count = (long long) (held + queued);
-	if (held + queued == 0)
-		return 0;
-	return advance(tx, r->name, r->name_len, o, NULL);
 }
 
 /* Run a scan statement on a pooled connection, outside any transaction. */
@@ -1747,7 +1261,7 @@ int
 dls_release_all(const DlockCaller *who, const DlockReq *req, long long *count,
 				DlockErr *err)
 {
-	char		holder[HOLDER_BUF + 200];
+	char		holder[HOLDER_BUF];
 	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
 	List		names = {0};
 	P			p[2] = {PS(holder, hlen), PS(holder, hlen)};
@@ -1763,16 +1277,15 @@ dls_release_all(const DlockCaller *who, const DlockReq *req, long long *count,
 	}
 	for (int i = 0; i < names.n; i++)
 	{
-		RelAllCtx	r = {0};
+		Item	   *it = &names.items[i];
+		Step		s;
 
-		r.name = names.items[i].name;
-		r.name_len = names.items[i].name_len;
-		r.holder = holder;
-		r.holder_len = hlen;
-		if (run_tx(req->fn, r.name, r.name_len, txfn_release_all_name, &r,
-				   NULL, err) != 0)
+		if (STEP(req->fn, it->name, it->name_len, Q_RELEASE_ALL, &s, err,
+				 PS(it->name, it->name_len), PS(holder, hlen),
+				 PI(packed_conflicts)) != 0)
 			goto out;
-		*count += r.count;
+		*count += s.count;
+		step_free(&s);
 	}
 	rc = 0;
 out:
@@ -1809,75 +1322,27 @@ dls_holder(const DlockReq *req, char **out, size_t *out_len, DlockErr *err)
 /* ------------------------------------------------------------------------
  * Reaper
  * ------------------------------------------------------------------------ */
-typedef struct ReapCtx
+enum
 {
-	const char *name;
-	size_t		name_len;
-	List	   *held;			/* tokens to end on this name */
-	List	   *queued;			/* tickets to withdraw on this name */
-	long long	count;
-} ReapCtx;
+	REAP_EXPIRE = 0, REAP_HOLD = 1, REAP_REQUEST = 2
+};
 
+/* One reaper step per item: expire the name's leases, end kind's item. */
 static int
-txfn_reap_name(Tx *tx, void *arg, Outcome *o)
+reap_items(const char *fn, const List *items, int kind, long long *count,
+		   DlockErr *err)
 {
-	ReapCtx    *r = arg;
-	unsigned long long aff;
-
-	/* tx_begin_name expires the leases of the name */
-	if (tx_begin_name(tx, r->name, r->name_len) != 0)
-		return -1;
-	r->count = (long long) mysql_stmt_affected_rows(tx->c->st[Q_EXPIRE_NAME]);
-	for (int i = 0; r->held && i < r->held->n; i++)
+	for (int i = 0; i < items->n; i++)
 	{
-		Item	   *it = &r->held->items[i];
+		const Item *it = &items->items[i];
+		Step		s;
 
-		if (it->name_len != r->name_len || memcmp(it->name, r->name, r->name_len))
-			continue;
-		aff = 0;
-		if (RUN(tx, Q_DEL_HELD_TOKEN, NULL, NULL, &aff, NULL, PI(it->id)) != 0)
+		if (STEP(fn, it->name, it->name_len, Q_REAP, &s, err,
+				 PS(it->name, it->name_len), PI(kind), PI(it->id),
+				 PI(packed_conflicts)) != 0)
 			return -1;
-		r->count += (long long) aff;
-	}
-	for (int i = 0; r->queued && i < r->queued->n; i++)
-	{
-		Item	   *it = &r->queued->items[i];
-		Item	   *wd;
-
-		if (it->name_len != r->name_len || memcmp(it->name, r->name, r->name_len))
-			continue;
-		aff = 0;
-		if (RUN(tx, Q_WITHDRAW, NULL, NULL, &aff, NULL, PI(it->id)) != 0)
-			return -1;
-		r->count += (long long) aff;
-		if (aff && (wd = lst_push(&o->withdrawn)) != NULL)
-			wd->id = it->id;
-	}
-	return advance(tx, r->name, r->name_len, o, NULL);
-}
-
-static int
-reap_names(const char *fn, List *names, List *held, List *queued,
-		   long long *count, DlockErr *err)
-{
-	for (int i = 0; i < names->n; i++)
-	{
-		ReapCtx		r = {0};
-		int			dup = 0;
-
-		for (int j = 0; j < i && !dup; j++)
-			dup = names->items[j].name_len == names->items[i].name_len &&
-				memcmp(names->items[j].name, names->items[i].name,
-					   names->items[i].name_len) == 0;
-		if (dup)
-			continue;
-		r.name = names->items[i].name;
-		r.name_len = names->items[i].name_len;
-		r.held = held;
-		r.queued = queued;
-		if (run_tx(fn, r.name, r.name_len, txfn_reap_name, &r, NULL, err) != 0)
-			return -1;
-		*count += r.count;
+		*count += s.count;
+		step_free(&s);
 	}
 	return 0;
 }
@@ -1892,8 +1357,6 @@ dls_reap(const DlockCaller *who, long long *count, DlockErr *err)
 	P			p[2] = {PS(server_id, strlen(server_id)),
 	PS(incarnation, strlen(incarnation))};
 	int			rc = -1;
-	Conn	   *c;
-	QErr		qe;
 
 	(void) who;
 	*count = 0;
@@ -1906,21 +1369,19 @@ dls_reap(const DlockCaller *who, long long *count, DlockErr *err)
 		set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", fn);
 		goto out;
 	}
-	if (reap_names(fn, &expired, NULL, NULL, count, err) != 0 ||
-		reap_names(fn, &dead_held, &dead_held, NULL, count, err) != 0 ||
-		reap_names(fn, &dead_queue, NULL, &dead_queue, count, err) != 0)
+	if (reap_items(fn, &expired, REAP_EXPIRE, count, err) != 0 ||
+		reap_items(fn, &dead_held, REAP_HOLD, count, err) != 0 ||
+		reap_items(fn, &dead_queue, REAP_REQUEST, count, err) != 0)
 		goto out;
 
 	/* names rows without holders or waiters are only mutexes: drop them */
-	c = conn_get(fn, err);
-	if (c == NULL)
-		goto out;
-	if (q_run(c, Q_DEL_IDLE_NAMES, NULL, 0, NULL, NULL, NULL, NULL, fn, err, &qe) != 0)
 	{
-		conn_put(c, is_conn_error(qe.no));
-		goto out;
+		Step		s;
+
+		if (run_step(fn, "", 0, Q_FORGET_IDLE, NULL, 0, &s, err) != 0)
+			goto out;
+		step_free(&s);
 	}
-	conn_put(c, 0);
 	rc = 0;
 out:
 	lst_free(&expired);
@@ -1985,6 +1446,7 @@ init_once_fn(void)
 				 "cannot initialise the client library");
 		return;
 	}
+	pack_matrix();
 	pthread_condattr_init(&cond_attr);
 	pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
 	init_incarnation();

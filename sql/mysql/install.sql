@@ -22,11 +22,11 @@ CREATE TABLE IF NOT EXISTS dlock.names (
     version       BIGINT UNSIGNED  NOT NULL DEFAULT 0
 ) ENGINE=InnoDB;
 
--- Waiters: one row per queued request.  The AUTO_INCREMENT ticket is the
--- FIFO order and, once granted, the fencing token (InnoDB persists the
--- counter, so tokens never go back, not even after a crash).
+-- Waiters: one row per queued request.  The ticket (from dlock.tickets) is
+-- the FIFO order and, once granted, the fencing token.  (Installs before
+-- 1.1 made it AUTO_INCREMENT; the column is then simply given values.)
 CREATE TABLE IF NOT EXISTS dlock.queue (
-    ticket        BIGINT UNSIGNED  NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    ticket        BIGINT UNSIGNED  NOT NULL PRIMARY KEY,
     name          VARBINARY(1024)  NOT NULL,
     holder        VARBINARY(320)   NOT NULL,   -- 'k:'owner or 's:'server/incarnation/conn
     owner         VARBINARY(255)   NULL,       -- NULL: owned by the session
@@ -60,6 +60,26 @@ CREATE TABLE IF NOT EXISTS dlock.held (
     KEY held_expires (expires_at)
 ) ENGINE=InnoDB;
 
+-- Tickets: one counter for every request of every name, so the tickets of
+-- a name grow in the order its requests are decided (they are taken while
+-- the name's row is locked).  A crash loses the cached block and the next
+-- values come after it: a token once handed out is never handed out again
+-- nor undercut (the block reservation is in the redo log before any grant
+-- that used it).  An older install's tokens are carried over: the counter
+-- starts above every ticket and token already used.
+CREATE SEQUENCE IF NOT EXISTS dlock.tickets START WITH 1 CACHE 1000 NOCYCLE ENGINE=InnoDB;
+SET @dlock_next = 1 + GREATEST(
+    IFNULL((SELECT MAX(token) FROM dlock.held), 0),
+    IFNULL((SELECT MAX(ticket) FROM dlock.queue), 0),
+    IFNULL((SELECT AUTO_INCREMENT - 1 FROM information_schema.TABLES
+             WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'queue'), 0));
+-- SETVAL takes literals only; it never moves a sequence backwards
+SET @dlock_sql = CONCAT('SELECT SETVAL(dlock.tickets, ', @dlock_next, ', 0) INTO @dlock_ignored');
+PREPARE dlock_stmt FROM @dlock_sql;
+EXECUTE dlock_stmt;
+DEALLOCATE PREPARE dlock_stmt;
+
+
 -- Holders and waiters, waiters with their 1-based place in the queue of
 -- their name.  conn_id joins information_schema.PROCESSLIST.ID.
 CREATE OR REPLACE SQL SECURITY DEFINER VIEW dlock.locks AS
@@ -88,6 +108,427 @@ SELECT CONVERT(q.name USING utf8mb4),
        NULL,
        q.timeout_at
   FROM dlock.queue q;
+
+-- ------------------------------------------------------------------------
+-- The algorithm.  Each step_* procedure is one step of one call of the
+-- plugin (dlock_udf.so): one transaction in one CALL, so a step costs one
+-- round trip on the plugin's connection.  A step first locks the name's
+-- row in dlock.names (a locking read; the row is created on first use),
+-- which serialises every decision about that name - across connections,
+-- servers sharing this store, and the reaper - and ends with one row:
+--   state   1 granted / released / found, 2 waiting, 3 refused (try),
+--           4 held in a weaker mode (DL003), 5 withdrawn, 0 not held
+--   token, ticket, head (first in the queue), next_expiry_us (until the
+--   earliest live lease of the name ends), count, granted ('ticket:token,'
+--   for every request the step granted), withdrawn ('ticket,' for every
+--   request it took out of the queue), expiry (renew: new expiry, UTC).
+-- The plugin wakes its local waiters from granted and withdrawn.  Modes
+-- are numbers (3 shared, 5 exclusive; core/dlock_core.h) and the
+-- compatibility matrix comes from the plugin (core/, shared with
+-- PostgreSQL), packed: conflicts(m) = (p_conflicts >> 6m) & 63 and
+-- covers(h, w) = (p_covers >> (6h + w)) & 1.  A lease is live while
+-- expires_at is NULL or after the step's time.  Only the plugin's store
+-- account calls these (SQL SECURITY INVOKER: its own rights).
+-- ------------------------------------------------------------------------
+DELIMITER //
+
+-- Grant, in ticket order, every queued request of the name that is
+-- compatible with the live holders and with every request queued before
+-- it (granted or not, each request's mode joins the mask); expired leases
+-- of the name go first.  Runs inside the caller's transaction, with the
+-- name locked.
+CREATE OR REPLACE PROCEDURE dlock.advance(
+    IN p_name VARBINARY(1024), IN p_conflicts BIGINT UNSIGNED,
+    IN p_now TIMESTAMP(6), INOUT p_granted TEXT, OUT p_next_expiry_us BIGINT)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    DECLARE v_ticket, v_token BIGINT UNSIGNED;
+    DECLARE v_mode, v_mask INT UNSIGNED DEFAULT 0;
+    DECLARE v_holder VARBINARY(320);
+    DECLARE v_expired, v_rows, v_scanned INT DEFAULT 0;
+    DECLARE v_done INT DEFAULT 0;
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_done = 1;
+
+    SELECT IFNULL(BIT_OR(IF(expires_at <= p_now, 0, 1 << mode)), 0),
+           IFNULL(SUM(expires_at <= p_now), 0),
+           GREATEST(0, TIMESTAMPDIFF(MICROSECOND, p_now,
+                                     MIN(IF(expires_at > p_now, expires_at, NULL))))
+      INTO v_mask, v_expired, p_next_expiry_us
+      FROM dlock.held WHERE name = p_name;
+    IF v_expired > 0 THEN
+        DELETE FROM dlock.held WHERE name = p_name AND expires_at <= p_now;
+    END IF;
+    SELECT ticket, mode, holder INTO v_ticket, v_mode, v_holder
+      FROM dlock.queue WHERE name = p_name ORDER BY ticket LIMIT 1;
+    WHILE v_done = 0 DO
+        IF ((p_conflicts >> (v_mode * 6)) & 63) & v_mask = 0 THEN
+            INSERT INTO dlock.held (token, name, holder, owner, server,
+                   incarnation, conn_id, mode, `count`, granted_at,
+                   expires_at, ttl_us)
+            SELECT q.ticket, q.name, q.holder, q.owner, q.server,
+                   q.incarnation, q.conn_id, q.mode, 1, p_now,
+                   p_now + INTERVAL q.ttl_us MICROSECOND, q.ttl_us
+              FROM dlock.queue q WHERE q.ticket = v_ticket
+            ON DUPLICATE KEY UPDATE `count` = dlock.held.`count` + 1;
+            SET v_rows = ROW_COUNT();
+            SET v_token = v_ticket;
+            IF v_rows <> 1 THEN
+                -- the same owner key already held it: one more level
+                SET v_token = (SELECT token FROM dlock.held
+                                WHERE name = p_name AND holder = v_holder);
+            END IF;
+            DELETE FROM dlock.queue WHERE ticket = v_ticket;
+            SET p_granted = CONCAT(p_granted, v_ticket, ':', v_token, ',');
+        END IF;
+        SET v_mask = v_mask | (1 << v_mode), v_scanned = v_scanned + 1;
+        -- with an exclusive request held or waiting nothing behind it can
+        -- pass (CR conflicts only with EX, and NL never waits)
+        IF v_mask & (1 << 5) OR v_scanned >= 256 THEN
+            SET v_done = 1;
+        ELSE
+            SELECT ticket, mode, holder INTO v_ticket, v_mode, v_holder
+              FROM dlock.queue WHERE name = p_name AND ticket > v_ticket
+             ORDER BY ticket LIMIT 1;
+        END IF;
+    END WHILE;
+END//
+
+-- Acquire: re-enter a live hold, grant at once when compatible with the
+-- live holders and with everyone queued (nobody is overtaken), refuse
+-- (try), or queue with a new ticket.
+CREATE OR REPLACE PROCEDURE dlock.step_acquire(
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
+    IN p_owner VARBINARY(255), IN p_server VARCHAR(160),
+    IN p_incarnation VARCHAR(64), IN p_conn BIGINT UNSIGNED,
+    IN p_mode TINYINT UNSIGNED, IN p_ttl_us BIGINT, IN p_timeout_us BIGINT,
+    IN p_try TINYINT, IN p_conflicts BIGINT UNSIGNED, IN p_covers BIGINT UNSIGNED)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    DECLARE v_now TIMESTAMP(6);
+    DECLARE v_live, v_qmask INT UNSIGNED DEFAULT 0;
+    DECLARE v_expired INT DEFAULT 0;
+    DECLARE v_mine, v_token, v_ticket, v_version BIGINT UNSIGNED;
+    DECLARE v_mine_mode INT;
+    DECLARE v_next BIGINT;
+    DECLARE v_state, v_head TINYINT DEFAULT 0;
+    DECLARE v_granted TEXT DEFAULT '';
+
+    START TRANSACTION;
+    SET v_version = (SELECT version FROM dlock.names WHERE name = p_name FOR UPDATE);
+    IF v_version IS NULL THEN
+        INSERT INTO dlock.names (name) VALUES (p_name)
+            ON DUPLICATE KEY UPDATE version = version + 1;
+    END IF;
+    SET v_now = NOW(6);
+    SELECT IFNULL(BIT_OR(IF(expires_at <= v_now, 0, 1 << mode)), 0),
+           IFNULL(SUM(expires_at <= v_now), 0),
+           MAX(IF(holder = p_holder AND (expires_at IS NULL OR expires_at > v_now),
+                  token, NULL)),
+           MAX(IF(holder = p_holder AND (expires_at IS NULL OR expires_at > v_now),
+                  mode, NULL)),
+           GREATEST(0, TIMESTAMPDIFF(MICROSECOND, v_now,
+                                     MIN(IF(expires_at > v_now, expires_at, NULL)))),
+           (SELECT IFNULL(BIT_OR(1 << q.mode), 0) FROM dlock.queue q
+             WHERE q.name = p_name)
+      INTO v_live, v_expired, v_mine, v_mine_mode, v_next, v_qmask
+      FROM dlock.held WHERE name = p_name;
+    IF v_expired > 0 THEN
+        IF v_qmask <> 0 THEN
+            -- leases ran out with requests waiting: those come first
+            CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+            SELECT IFNULL(BIT_OR(1 << mode), 0),
+                   (SELECT IFNULL(BIT_OR(1 << q.mode), 0) FROM dlock.queue q
+                     WHERE q.name = p_name)
+              INTO v_live, v_qmask
+              FROM dlock.held WHERE name = p_name;
+        ELSE
+            DELETE FROM dlock.held WHERE name = p_name AND expires_at <= v_now;
+        END IF;
+    END IF;
+    IF v_mine IS NOT NULL THEN
+        IF (p_covers >> (v_mine_mode * 6 + p_mode)) & 1 = 0 THEN
+            SET v_state = 4;
+        ELSE
+            UPDATE dlock.held SET `count` = `count` + 1 WHERE token = v_mine;
+            SET v_state = 1, v_token = v_mine;
+        END IF;
+    ELSEIF ((p_conflicts >> (p_mode * 6)) & 63) & (v_live | v_qmask) = 0 THEN
+        SET v_token = NEXTVAL(dlock.tickets);
+        INSERT INTO dlock.held (token, name, holder, owner, server, incarnation,
+               conn_id, mode, `count`, granted_at, expires_at, ttl_us)
+        VALUES (v_token, p_name, p_holder, p_owner, p_server, p_incarnation,
+                p_conn, p_mode, 1, v_now, v_now + INTERVAL p_ttl_us MICROSECOND,
+                p_ttl_us);
+        SET v_state = 1;
+    ELSEIF p_try THEN
+        SET v_state = 3;
+    ELSE
+        SET v_ticket = NEXTVAL(dlock.tickets);
+        INSERT INTO dlock.queue (ticket, name, holder, owner, server,
+               incarnation, conn_id, mode, ttl_us, since, timeout_at)
+        VALUES (v_ticket, p_name, p_holder, p_owner, p_server, p_incarnation,
+                p_conn, p_mode, p_ttl_us, v_now,
+                v_now + INTERVAL p_timeout_us MICROSECOND);
+        SET v_state = 2, v_head = (v_qmask = 0);
+    END IF;
+    -- a step that changed nothing commits without a log write
+    COMMIT;
+    SELECT v_state, v_token, v_ticket, v_head, v_next, 0, v_granted, '', NULL;
+END//
+
+-- Release one level of the caller's live hold; at zero the lock is free
+-- and goes to the next in line.
+CREATE OR REPLACE PROCEDURE dlock.step_release(
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
+    IN p_conflicts BIGINT UNSIGNED)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    DECLARE v_now TIMESTAMP(6);
+    DECLARE v_version BIGINT UNSIGNED;
+    DECLARE v_state TINYINT DEFAULT 0;
+    DECLARE v_next BIGINT;
+    DECLARE v_granted TEXT DEFAULT '';
+
+    START TRANSACTION;
+    SET v_version = (SELECT version FROM dlock.names WHERE name = p_name FOR UPDATE);
+    IF v_version IS NULL THEN
+        INSERT INTO dlock.names (name) VALUES (p_name)
+            ON DUPLICATE KEY UPDATE version = version + 1;
+    END IF;
+    SET v_now = NOW(6);
+    DELETE FROM dlock.held WHERE name = p_name AND holder = p_holder
+       AND `count` = 1 AND (expires_at IS NULL OR expires_at > v_now);
+    IF ROW_COUNT() = 1 THEN
+        SET v_state = 1;
+        IF EXISTS (SELECT 1 FROM dlock.queue WHERE name = p_name) THEN
+            CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+        END IF;
+    ELSE
+        UPDATE dlock.held SET `count` = `count` - 1
+         WHERE name = p_name AND holder = p_holder AND `count` > 1
+           AND (expires_at IS NULL OR expires_at > v_now);
+        IF ROW_COUNT() = 1 THEN
+            SET v_state = 1;
+        END IF;
+    END IF;
+    COMMIT;
+    SELECT v_state, NULL, NULL, 0, NULL, 0, v_granted, '', NULL;
+END//
+
+-- A waiter's look at its request: grant what can be granted, then say what
+-- became of the ticket.  With p_withdraw the request leaves the queue; a
+-- grant found instead is kept (timeout: the caller gets it) or, with
+-- p_kill, given back (the caller will never see it).
+CREATE OR REPLACE PROCEDURE dlock.step_status(
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
+    IN p_ticket BIGINT UNSIGNED, IN p_withdraw TINYINT, IN p_kill TINYINT,
+    IN p_conflicts BIGINT UNSIGNED)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    DECLARE v_now TIMESTAMP(6);
+    DECLARE v_version, v_token, v_first BIGINT UNSIGNED;
+    DECLARE v_state TINYINT DEFAULT 5;
+    DECLARE v_head, v_left TINYINT DEFAULT 0;
+    DECLARE v_next BIGINT;
+    DECLARE v_granted TEXT DEFAULT '';
+    DECLARE v_withdrawn TEXT DEFAULT '';
+    DECLARE v_in_queue INT DEFAULT 0;
+
+    START TRANSACTION;
+    SET v_version = (SELECT version FROM dlock.names WHERE name = p_name FOR UPDATE);
+    IF v_version IS NULL THEN
+        INSERT INTO dlock.names (name) VALUES (p_name)
+            ON DUPLICATE KEY UPDATE version = version + 1;
+    END IF;
+    SET v_now = NOW(6);
+    IF p_withdraw THEN
+        DELETE FROM dlock.queue WHERE ticket = p_ticket;
+        IF ROW_COUNT() = 1 THEN
+            -- our leaving may let requests behind us through
+            SET v_left = 1, v_withdrawn = CONCAT(p_ticket, ',');
+            CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+        END IF;
+    ELSE
+        CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+        SELECT MIN(ticket), IFNULL(SUM(ticket = p_ticket), 0)
+          INTO v_first, v_in_queue
+          FROM dlock.queue WHERE name = p_name;
+        IF v_in_queue > 0 THEN
+            SET v_state = 2, v_head = (v_first = p_ticket);
+        END IF;
+    END IF;
+    IF v_state = 5 AND v_left = 0 THEN
+        -- not in the queue: granted earlier (maybe merged into a hold of
+        -- the same owner key), or withdrawn by someone else
+        SET v_token = (SELECT token FROM dlock.held WHERE token = p_ticket);
+        IF v_token IS NULL THEN
+            SET v_token = (SELECT token FROM dlock.held
+                            WHERE name = p_name AND holder = p_holder);
+        END IF;
+        IF v_token IS NOT NULL THEN
+            SET v_state = 1;
+            IF p_withdraw AND p_kill THEN
+                UPDATE dlock.held SET `count` = `count` - 1
+                 WHERE token = v_token AND `count` > 1;
+                IF ROW_COUNT() = 0 THEN
+                    DELETE FROM dlock.held WHERE token = v_token;
+                    CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+                END IF;
+                SET v_state = 5;
+            END IF;
+        END IF;
+    END IF;
+    COMMIT;
+    SELECT v_state, v_token, p_ticket, v_head, v_next, 0, v_granted, v_withdrawn, NULL;
+END//
+
+-- Renew the caller's live lease to now + p_ttl_us (NULL: its own TTL).
+CREATE OR REPLACE PROCEDURE dlock.step_renew(
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320), IN p_ttl_us BIGINT)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    DECLARE v_now TIMESTAMP(6);
+    DECLARE v_version, v_token BIGINT UNSIGNED;
+    DECLARE v_expiry VARCHAR(32);
+
+    START TRANSACTION;
+    SET v_version = (SELECT version FROM dlock.names WHERE name = p_name FOR UPDATE);
+    IF v_version IS NULL THEN
+        INSERT INTO dlock.names (name) VALUES (p_name)
+            ON DUPLICATE KEY UPDATE version = version + 1;
+    END IF;
+    SET v_now = NOW(6);
+    SET v_token = (SELECT token FROM dlock.held
+                    WHERE name = p_name AND holder = p_holder
+                      AND (expires_at IS NULL OR expires_at > v_now));
+    IF v_token IS NOT NULL THEN
+        UPDATE dlock.held SET ttl_us = COALESCE(p_ttl_us, ttl_us),
+               expires_at = v_now + INTERVAL COALESCE(p_ttl_us, ttl_us) MICROSECOND
+         WHERE token = v_token;
+        SET v_expiry = (SELECT DATE_FORMAT(expires_at, '%Y-%m-%d %H:%i:%s.%f')
+                          FROM dlock.held WHERE token = v_token);
+    END IF;
+    COMMIT;
+    SELECT v_token IS NOT NULL, v_token, NULL, 0, NULL, 0, '', '', v_expiry;
+END//
+
+-- Release every live hold and withdraw every request of the holder on one
+-- name; count = how many.
+CREATE OR REPLACE PROCEDURE dlock.step_release_all(
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
+    IN p_conflicts BIGINT UNSIGNED)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    DECLARE v_now TIMESTAMP(6);
+    DECLARE v_version BIGINT UNSIGNED;
+    DECLARE v_held, v_queued INT DEFAULT 0;
+    DECLARE v_next BIGINT;
+    DECLARE v_granted TEXT DEFAULT '';
+    DECLARE v_withdrawn TEXT;
+
+    START TRANSACTION;
+    SET v_version = (SELECT version FROM dlock.names WHERE name = p_name FOR UPDATE);
+    IF v_version IS NULL THEN
+        INSERT INTO dlock.names (name) VALUES (p_name)
+            ON DUPLICATE KEY UPDATE version = version + 1;
+    END IF;
+    SET v_now = NOW(6);
+    DELETE FROM dlock.held WHERE name = p_name AND holder = p_holder
+       AND (expires_at IS NULL OR expires_at > v_now);
+    SET v_held = ROW_COUNT();
+    SELECT GROUP_CONCAT(ticket, ',' SEPARATOR ''), COUNT(*)
+      INTO v_withdrawn, v_queued
+      FROM dlock.queue WHERE name = p_name AND holder = p_holder;
+    IF v_held + v_queued > 0 THEN
+        DELETE FROM dlock.queue WHERE name = p_name AND holder = p_holder;
+        CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+    END IF;
+    COMMIT;
+    SELECT 1, NULL, NULL, 0, NULL, v_held + v_queued, v_granted,
+           IFNULL(v_withdrawn, ''), NULL;
+END//
+
+-- The reaper's step on one name: expire its leases and, by p_kind, end a
+-- dead session's hold (1, p_id = token) or withdraw its request (2,
+-- p_id = ticket); then hand on.  count = rows ended.
+CREATE OR REPLACE PROCEDURE dlock.step_reap(
+    IN p_name VARBINARY(1024), IN p_kind TINYINT, IN p_id BIGINT UNSIGNED,
+    IN p_conflicts BIGINT UNSIGNED)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    DECLARE v_now TIMESTAMP(6);
+    DECLARE v_version BIGINT UNSIGNED;
+    DECLARE v_count INT DEFAULT 0;
+    DECLARE v_next BIGINT;
+    DECLARE v_granted TEXT DEFAULT '';
+    DECLARE v_withdrawn TEXT DEFAULT '';
+
+    START TRANSACTION;
+    SET v_version = (SELECT version FROM dlock.names WHERE name = p_name FOR UPDATE);
+    IF v_version IS NULL THEN
+        INSERT INTO dlock.names (name) VALUES (p_name)
+            ON DUPLICATE KEY UPDATE version = version + 1;
+    END IF;
+    SET v_now = NOW(6);
+    DELETE FROM dlock.held WHERE name = p_name AND expires_at <= v_now;
+    SET v_count = ROW_COUNT();
+    IF p_kind = 1 THEN
+        DELETE FROM dlock.held WHERE token = p_id AND name = p_name;
+        SET v_count = v_count + ROW_COUNT();
+    ELSEIF p_kind = 2 THEN
+        DELETE FROM dlock.queue WHERE ticket = p_id AND name = p_name;
+        IF ROW_COUNT() = 1 THEN
+            SET v_count = v_count + 1, v_withdrawn = CONCAT(p_id, ',');
+        END IF;
+    END IF;
+    CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+    COMMIT;
+    SELECT 1, NULL, NULL, 0, NULL, v_count, v_granted, v_withdrawn, NULL;
+END//
+
+-- The reaper's cleanup: names rows without holders or waiters are only
+-- mutexes; drop up to p_limit of them.  Each is locked first (skipping
+-- rows a step holds), then found idle, then deleted: the same order as a
+-- step's, so the two never deadlock.
+CREATE OR REPLACE PROCEDURE dlock.step_forget_idle(IN p_limit INT)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    DECLARE v_name VARBINARY(1024) DEFAULT '';
+    DECLARE v_version BIGINT UNSIGNED;
+    DECLARE v_count, v_seen INT DEFAULT 0;
+    DECLARE v_done INT DEFAULT 0;
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_done = 1;
+
+    START TRANSACTION;
+    scan: LOOP
+        SELECT n.name INTO v_name FROM dlock.names n
+         WHERE n.name > v_name
+           AND NOT EXISTS (SELECT 1 FROM dlock.held h WHERE h.name = n.name)
+           AND NOT EXISTS (SELECT 1 FROM dlock.queue q WHERE q.name = n.name)
+         ORDER BY n.name LIMIT 1;
+        IF v_done OR v_seen >= p_limit THEN
+            LEAVE scan;
+        END IF;
+        SET v_seen = v_seen + 1;
+        SET v_version = (SELECT version FROM dlock.names WHERE name = v_name
+                            FOR UPDATE SKIP LOCKED);
+        IF v_version IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM dlock.held WHERE name = v_name)
+           AND NOT EXISTS (SELECT 1 FROM dlock.queue WHERE name = v_name) THEN
+            DELETE FROM dlock.names WHERE name = v_name;
+            SET v_count = v_count + 1;
+        END IF;
+        IF v_seen % 25 = 0 THEN
+            -- do not keep many names locked at once
+            COMMIT;
+            START TRANSACTION;
+        END IF;
+    END LOOP;
+    COMMIT;
+    SELECT 1, NULL, NULL, 0, NULL, v_count, '', '', NULL;
+END//
+
+DELIMITER ;
 
 DROP FUNCTION IF EXISTS dlock_acquire;
 DROP FUNCTION IF EXISTS dlock_try_acquire;
