@@ -74,6 +74,13 @@ COLD = ["cold/%d" % i for i in range(400)]
 # alive whenever a crash or failover strikes
 LONG = ["lease/%d" % i for i in range(100)]
 LONG_TTL = 8.0
+# hierarchical names: a lock on /t/0/a also takes an intention on /t/0, so
+# two of these conflict when one is the other or below it and either is
+# exclusive (the same rule as for one flat name)
+PATHS = ["/t/%d%s" % (i, s) for i in range(3) for s in ("", "/a", "/b", "/a/x", "/a/y")]
+# the relation in SQL: $1 is a.name, its ancestor, or below it
+SQL_RELATED = ("(a.name = %(n)s OR (left(%(n)s, 1) = '/' AND"
+               " (starts_with(%(n)s, a.name || '/') OR starts_with(a.name, %(n)s || '/'))))")
 PROBE = "torture/probe"
 
 # Documented slack: how much longer than timeout + dlock.reap_interval a
@@ -195,6 +202,7 @@ class Lease:
         self.name = name
         self.token = token
         self.e_lower = e_lower        # monotonic: the lease runs at least until then
+        self.renewed_to = None        # the expiry a renewal acknowledged (server time)
         self.release_sent = False
 
 
@@ -342,11 +350,11 @@ class Client:
                (self.cid, g.name, g.token, g.mode))
         conflicting = "true" if g.mode == "exclusive" else "a.mode = 'exclusive'"
         mine, other = self.q(
-            "SELECT EXISTS (SELECT 1 FROM dlock.held WHERE token = %%s),"
-            " (SELECT a.client || ' (token ' || a.token || ', ' || a.mode || ')'"
+            "SELECT EXISTS (SELECT 1 FROM dlock.held WHERE token = %%(t)s),"
+            " (SELECT a.client || ' (' || a.name || ', token ' || a.token || ', ' || a.mode || ')'"
             "    FROM torture_active a JOIN dlock.held h ON h.token = a.token"
-            "   WHERE a.name = %%s AND a.client <> %%s AND (%s) LIMIT 1)" % conflicting,
-            (g.token, g.name, self.cid))[0]
+            "   WHERE %s AND a.client <> %%(c)s AND (%s) LIMIT 1)" % (SQL_RELATED, conflicting),
+            {"t": g.token, "n": g.name, "c": self.cid})[0]
         if not mine and not leased:
             self.rec.violation("exclusion", "%s: its session lock on %s (token %d) is gone from"
                                " dlock.held while the session lives" % (self.who, g.name, g.token))
@@ -356,13 +364,17 @@ class Client:
         elif not mine:
             self.rec.count("fencing: lease gone before entering (legitimate)")
         if g.mode == "exclusive":
-            n = self.q("UPDATE torture_guard SET last_token = %s WHERE name = %s"
-                       " AND last_token < %s RETURNING 1", (g.token, g.name, g.token))
-            if not n:
+            # the resource of a path is its subtree: every name at or below it
+            below = "name = %(n)s OR (left(%(n)s, 1) = '/' AND starts_with(name, %(n)s || '/'))"
+            n = self.q("UPDATE torture_guard SET last_token = %%(t)s WHERE (%s)"
+                       " AND last_token < %%(t)s RETURNING 1" % below, {"t": g.token, "n": g.name})
+            want = self.q("SELECT count(*) FROM torture_guard WHERE %s" % below, {"n": g.name})[0][0]
+            if len(n) < want:
                 mine, last, last_held = self.q(
-                    "SELECT EXISTS (SELECT 1 FROM dlock.held WHERE token = %s), last_token,"
+                    "SELECT EXISTS (SELECT 1 FROM dlock.held WHERE token = %%(t)s), last_token,"
                     " EXISTS (SELECT 1 FROM dlock.held WHERE token = last_token)"
-                    " FROM torture_guard WHERE name = %s", (g.token, g.name))[0]
+                    " FROM torture_guard WHERE (%s) AND last_token >= %%(t)s LIMIT 1" % below,
+                    {"t": g.token, "n": g.name})[0]
                 if leased and not mine:
                     self.rec.count("fencing: rejected, lease expired (legitimate)")
                 elif last_held:
@@ -467,7 +479,7 @@ class Client:
         if rng.random() < 0.5:
             try:
                 rsent = mono()
-                self.q("SELECT dlock_renew(%s, owner => %s)", (name, key))
+                lease.renewed_to = self.q("SELECT dlock_renew(%s, owner => %s)", (name, key))[0][0]
                 lease.e_lower = max(lease.e_lower, rsent + ttl)
                 self.rec.count("lease renewed")
             except psycopg2.Error as e:
@@ -535,12 +547,32 @@ class Client:
         self.leave()
         self.release(g2)
 
+    def op_path(self):
+        """A hierarchical name: intentions on its ancestors, guarded as a subtree."""
+        rng = self.rng
+        name = rng.choice(PATHS)
+        mode = "shared" if rng.random() < 0.3 else "exclusive"
+        timeout = rng.choice([0.2, 1.0])
+        floors = self.rec.floors(name)
+        t, sent = self.timed(timeout, "SELECT dlock_acquire(%s, %s, timeout => %s)",
+                             (name, mode, "%f s" % timeout))
+        if t is None:
+            self.rec.count("path timed out")
+            return
+        self.rec.count("path granted")
+        g = self.granted(name, mode, t, sent, floors)
+        self.enter(g)
+        self.leave()
+        self.release(g)
+
     def one(self):
         op = self.rng.random()
         if self.kind == "p":     # client processes: hot names, blocking, held longer
             return self.op_acquire() if op < 0.8 else self.op_multi()
-        if op < 0.40:
+        if op < 0.32:
             self.op_acquire()
+        elif op < 0.40:
+            self.op_path()
         elif op < 0.58:
             self.op_try()
         elif op < 0.78:
@@ -779,7 +811,7 @@ class Run:
         self.admin.q("CREATE UNLOGGED TABLE torture_active (client int PRIMARY KEY, name text,"
                      " token bigint, mode text)")
         self.admin.q("INSERT INTO torture_guard SELECT n, 0 FROM unnest(%s::text[]) n",
-                     (HOT + COLD + LONG,))
+                     (HOT + COLD + LONG + PATHS,))
         self.reap = float(self.admin.q("SELECT extract(epoch FROM current_setting("
                                        "'dlock.reap_interval')::interval)")[0][0])
         self.grace = float(self.admin.q("SELECT extract(epoch FROM current_setting("
@@ -831,10 +863,14 @@ class Run:
             if r:
                 self.rec.fault("pg_cancel_backend of a waiting backend")
         elif k < 0.52:
-            r = self.client_backends("t", "true")
+            waiting = k < 0.41
+            r = self.client_backends("t", "EXISTS (SELECT 1 FROM dlock.locks l WHERE l.pid = a.pid"
+                                     " AND l.backend_start = a.backend_start AND NOT l.granted)"
+                                     if waiting else "true")
             if r:
                 self.admin.q("SELECT pg_terminate_backend(%s)", (r[0][1],), timeout=5)
-                self.rec.fault("pg_terminate_backend of a client backend")
+                self.rec.fault("pg_terminate_backend of a %s client backend"
+                               % ("waiting" if waiting else "random"))
         elif k < 0.94 and self.args.procs > 0:
             holding = k < 0.73
             r = self.client_backends("p", "EXISTS (SELECT 1 FROM dlock.locks l WHERE l.pid = a.pid"
@@ -949,9 +985,10 @@ class Run:
                          " WHERE backend_type = 'dlock lock manager'")
         within_grace = r and (r[0][0] - r[0][1]).total_seconds() < self.grace - 0.5
         t_q = mono()
-        held = {k: (n, t) for k, n, t in self.admin.q(
-            "SELECT owner, name, token FROM dlock.held WHERE owner = ANY(%s)",
-            ([x.key for x in leases],))}
+        rows = self.admin.q("SELECT owner, name, token, expires_at FROM dlock.held"
+                            " WHERE owner = ANY(%s)", ([x.key for x in leases],))
+        held = {k: (n, t) for k, n, t, _ in rows}
+        expiry = {k: e for k, _, _, e in rows}
         n = 0
         for x in leases:
             if x.release_sent:
@@ -965,6 +1002,10 @@ class Run:
                                    "after %s: lease %s on %s (token %d) is %s" % (
                                        kind, x.key, x.name, x.token,
                                        "held with %s" % (held[x.key],) if x.key in held else "gone"))
+            elif x.renewed_to is not None and expiry[x.key] < x.renewed_to:
+                self.rec.violation("acknowledged leases lost",
+                                   "after %s: lease %s on %s runs until %s, renewed to %s" % (
+                                       kind, x.key, x.name, expiry[x.key], x.renewed_to))
         self.rec.checked("acknowledged leases present after a restart or failover", n)
         dead = self.admin.q(
             "SELECT count(*) FROM dlock.held h WHERE owner IS NULL AND NOT EXISTS"
@@ -1015,6 +1056,15 @@ class Run:
                 r = mon.q("SELECT name, string_agg(mode || ' token ' || token, ', ')"
                           " FROM dlock.held WHERE NOT implied GROUP BY name"
                           " HAVING count(*) > 1 AND bool_or(mode = 'exclusive')", timeout=5)
+                # a path and a name below it, of two owners, one exclusive
+                r += mon.q("SELECT a.name, a.mode || ' token ' || a.token || ' and ' || b.name"
+                           " || ' ' || b.mode || ' token ' || b.token"
+                           " FROM dlock.held a JOIN dlock.held b ON starts_with(b.name, a.name || '/')"
+                           " WHERE left(a.name, 1) = '/' AND NOT a.implied AND NOT b.implied"
+                           " AND (a.mode = 'exclusive' OR b.mode = 'exclusive')"
+                           " AND coalesce('k' || a.owner, 's' || a.pid || '.' || a.backend_start)"
+                           " <> coalesce('k' || b.owner, 's' || b.pid || '.' || b.backend_start)",
+                           timeout=5)
                 self.rec.checked("no conflicting holders in one snapshot of dlock.held")
                 for name, what in r:
                     self.rec.violation("exclusion", "dlock.held has conflicting holders of %s: %s"
@@ -1045,27 +1095,33 @@ class Run:
     # -- after the run --------------------------------------------------------
 
     def check_intervals(self):
-        """Two conflicting certainly-held intervals of one name must not overlap."""
-        by_name = {}
-        for iv in self.rec.intervals:
-            by_name.setdefault(iv[0], []).append(iv)
+        """Two conflicting certainly-held intervals must not overlap: on one
+        name, or on a path and a name below it ('self' on the name, 'below'
+        on each ancestor; two 'below' never conflict)."""
+        by_key = {}
+        for name, excl, start, end in self.rec.intervals:
+            by_key.setdefault(name, []).append((start, end, excl, True))
+            if name.startswith("/"):
+                parts = name.split("/")
+                for i in range(2, len(parts)):
+                    by_key.setdefault("/".join(parts[:i]), []).append((start, end, excl, False))
         n = 0
-        for name, ivs in by_name.items():
-            ivs.sort(key=lambda x: x[2])
-            ex_end = any_end = float("-inf")
-            ex_who = any_who = None
-            for iv in ivs:
-                _, excl, start, end = iv
-                n += 1
-                other = any_end if excl else ex_end
-                if other > start:
-                    self.rec.violation("exclusion", "%s: a %s grant held from %.3f overlaps one"
-                                       " held until %.3f" % (name, "exclusive" if excl else "shared",
-                                                             start, other))
-                if end > any_end:
-                    any_end = end
-                if excl and end > ex_end:
-                    ex_end = end
+        for key, ivs in by_key.items():
+            ivs.sort()
+            last = {}           # (self?, exclusive?) -> latest end so far
+            for start, end, excl, own in ivs:
+                n += own
+                for (o_own, o_excl), o_end in last.items():
+                    if (own or o_own) and (excl or o_excl) and o_end > start:
+                        self.rec.violation("exclusion", "%s: a %s grant%s held from %.3f overlaps"
+                                           " a %s one%s held until %.3f" % (
+                                               key, "exclusive" if excl else "shared",
+                                               "" if own else " below", start,
+                                               "exclusive" if o_excl else "shared",
+                                               "" if o_own else " below", o_end))
+                k = (own, excl)
+                if end > last.get(k, float("-inf")):
+                    last[k] = end
         self.rec.checked("grant intervals without overlap", n)
 
     def check_blocking(self):
@@ -1130,7 +1186,7 @@ class Run:
         n = a.q("SELECT count(*) FROM dlock.held")[0][0]
         check("every lease gone after its expiry", n == 0, "(%d left)" % n)
         # the lock manager's picture: every name free (nothing granted to nobody)
-        names = HOT + COLD + LONG
+        names = HOT + COLD + LONG + PATHS
         got = a.q("SELECT count(*) FROM unnest(%s::text[]) n WHERE dlock_try_acquire(n) IS NOT NULL",
                   (names,))[0][0]
         a.q("SELECT dlock_release_all()")
@@ -1272,6 +1328,51 @@ class Run:
         return 0 if failed == 0 else 1
 
 
+def selftest():
+    """The harness's own checks must catch what they are meant to catch."""
+    class Fake(Run):
+        def __init__(self):
+            self.rec = Recorder()
+    cases = [
+        ("two exclusive grants of one name overlap",
+         [("x", True, 0, 2), ("x", True, 1, 3)], 1),
+        ("exclusive then exclusive, one after the other",
+         [("x", True, 0, 1), ("x", True, 1.5, 3)], 0),
+        ("shared and shared overlap",
+         [("x", False, 0, 2), ("x", False, 1, 3)], 0),
+        ("shared inside an exclusive",
+         [("x", True, 0, 5), ("x", False, 1, 2)], 1),
+        ("exclusive path and shared below it overlap",
+         [("/t/0", True, 0, 2), ("/t/0/a/x", False, 1, 3)], 1),
+        ("shared path and shared below it overlap",
+         [("/t/0", False, 0, 2), ("/t/0/a", False, 1, 3)], 0),
+        ("exclusive siblings overlap",
+         [("/t/0/a", True, 0, 2), ("/t/0/b", True, 1, 3)], 0),
+        ("exclusive below a shared path overlap",
+         [("/t/0/a/y", True, 5, 9), ("/t/0", False, 1, 6)], 1),
+    ]
+    failed = 0
+    for what, ivs, want in cases:
+        f = Fake()
+        f.rec.intervals = list(ivs)
+        f.check_intervals()
+        got = len(f.rec.violations.get("exclusion", []))
+        if (got > 0) != (want > 0):
+            print("FAIL self-test: %s: %d violations, expected %d" % (what, got, want))
+            failed += 1
+    rec = Recorder()
+    f = rec.floors("x")
+    rec.acked("x", 10, f, "a", 0)
+    rec.acked("x", 9, rec.floors("x"), "b", 0)
+    rec.acked("y", 8, rec.floors("y"), "c", 0)
+    rec.acked("x", 11, f, "d", 0)        # sent before 10 was acknowledged: fine
+    if len(rec.violations.get("tokens backwards", [])) != 2:
+        print("FAIL self-test: token floors: %s" % rec.violations)
+        failed += 1
+    print("self-test of the checks: %d cases, %d failed" % (len(cases) + 1, failed))
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir")
@@ -1288,11 +1389,17 @@ def main():
     ap.add_argument("--proc-client", type=int)
     ap.add_argument("--proc-deadline", type=float)
     ap.add_argument("--proc-seed", type=int)
+    ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
+    if args.self_test:
+        return 1 if selftest() else 0
     if args.proc_client is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         return proc_client_main(args.proc_client, args.proc_deadline, args.proc_seed)
     print("seed %d (TORTURE_SEED=%d repeats the fault schedule)" % (args.seed, args.seed))
+    if selftest():
+        print("%s: 0 passed, 1 failed" % ("torture-ha" if args.ha else "torture"))
+        return 1
     sys.stdout.flush()
     return Run(args).run()
 
