@@ -131,14 +131,17 @@ echo
 } >> "$RES"
 for hold in $HOLDS; do
     first=""
-    echo "| hold | N | dlock hand-offs/s | Jain | wait p50 / p99 / max ms | advisory hand-offs/s | Jain | wait p50 / p99 / max ms | dlock / advisory | Redis spin-lock pairs/s (failed SETs) | Jain | dlock / Redis |" >> "$RES"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|" >> "$RES"
+    echo "| hold | N | dlock hand-offs/s | Jain | wait p50 / p99 / max ms | max / ((N+1) × mean hold) | advisory hand-offs/s | Jain | wait p50 / p99 / max ms | dlock / advisory | Redis spin-lock pairs/s (failed SETs) | Jain | dlock / Redis |" >> "$RES"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|" >> "$RES"
     for n in $WAITERS; do
         read -r d_rate d_jain d50 d99 dmax < <("$DIR/handoff" "$CONN" dlock "$n" "$T" "$hold")
         read -r a_rate a_jain a50 a99 amax < <("$DIR/handoff" "$CONN" advisory "$n" "$T" "$hold")
         read -r r_rate r_jain _ r99 _ r_failed < <("$DIR/redis_lock" "$RPORT" one "$n" "$T" "$hold")
         [ -z "$first" ] && first=$d_rate
-        echo "| $hold ms | $n | $d_rate | $d_jain | $d50 / $d99 / $dmax | $a_rate | $a_jain | $a50 / $a99 / $amax | $(ratio "$d_rate" "$a_rate") | $r_rate ($r_failed) | $r_jain | $(ratio "$d_rate" "$r_rate") |" >> "$RES"
+        # FIFO bound: a waiter waits for at most the N holders ahead of it
+        # and the current one; a mean hold (hand-off included) is 1/rate
+        fifo=$(awk -v m="$dmax" -v n="$n" -v r="$d_rate" 'BEGIN { if (r > 0) printf "%.2f", m / ((n + 1) * 1000 / r); else print "-" }')
+        echo "| $hold ms | $n | $d_rate | $d_jain | $d50 / $d99 / $dmax | $fifo | $a_rate | $a_jain | $a50 / $a99 / $amax | $(ratio "$d_rate" "$a_rate") | $r_rate ($r_failed) | $r_jain | $(ratio "$d_rate" "$r_rate") |" >> "$RES"
         echo "$n $d_rate $a_rate $r_rate $d99 $a99 $r99 $d_jain $a_jain $r_jain" >> "$DIR/plot-$hold.dat"
         last=$d_rate
     done
