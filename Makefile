@@ -31,6 +31,7 @@ bench:
 # 10 min, HA mode 5 min); QUICK=1: about 90 s; HA=1: HA mode only; HA=0: none
 torture: install
 	regress/torture/run.sh $(if $(QUICK),--quick) $(if $(filter 1,$(HA)),--ha-only) $(if $(filter 0,$(HA)),--no-ha)
+	/usr/bin/python3 regress/torture/mysql_torture.py $(if $(QUICK),--quick)
 
 # the PostgreSQL suites with dlock built with AddressSanitizer and UBSan,
 # installed into the private PostgreSQL copy ASAN_PG (never PG_CONFIG's)

@@ -2,7 +2,7 @@
 # bench/mysql_server.sh — a throwaway MariaDB with the dlock plugin, for the
 # benchmark (bench/run.sh) and the torture run (regress/torture/mysql_torture.py).
 #
-#   mysql_server.sh start DIR PORT   install-db (if needed), start, install dlock
+#   mysql_server.sh start DIR PORT   install-db and dlock (if needed), start
 #   mysql_server.sh stop DIR         clean shutdown (SIGTERM), then SIGKILL
 #   mysql_server.sh kill DIR         SIGKILL of mariadbd (a crash)
 #   mysql_server.sh status DIR       "running (pid N)" / "stopped" (exit 3)
@@ -50,7 +50,11 @@ start)
     mariadb-admin -S "$DIR/sock" -u root ping > /dev/null 2>&1 ||
         { echo "mysql_server.sh: the server did not start; end of $DIR/server.log:" >&2
           tail -20 "$DIR/server.log" >&2; exit 1; }
-    mariadb -S "$DIR/sock" -u root < "$ROOT/sql/mysql/install.sql"
+    # dlock is installed once, at the first start (a restart keeps it, as a
+    # real server's restart does)
+    if [ "$(mariadb -S "$DIR/sock" -u root -NBe "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'dlock'")" = 0 ]; then
+        mariadb -S "$DIR/sock" -u root < "$ROOT/sql/mysql/install.sql"
+    fi
     ;;
 stop)
     alive && ours || exit 0

@@ -45,7 +45,7 @@ trap 'exit 130' INT TERM
 
 # 1. packages
 need=()
-for p in mariadb-server mariadb-client libmariadb-dev libmariadbd-dev mariadb-test gcc make; do
+for p in mariadb-server mariadb-client libmariadb-dev libmariadbd-dev mariadb-test python3-mysqldb gcc make; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
