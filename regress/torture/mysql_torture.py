@@ -82,6 +82,7 @@ class Client:
         self.unstable = unstable
         self.rng = random.Random(os.getpid() * 7919 + int(time.time() * 1000))
         self.conn = None
+        self.other = None    # a second connection, for owner keys
 
     def emit(self, **kw):
         self.log.write(json.dumps(kw) + "\n")
@@ -218,8 +219,35 @@ class Client:
             self.leave()
             if rng.random() < 0.2:
                 self.count("lease left to expire")
-            elif self.one_value("SELECT dlock_release(%s, %s)", (name, key)) != 1:
+                return
+            if rng.random() < 0.4:
+                # an owner key is released from any connection
+                if self.other is None:
+                    self.other = connect(self.sock)
+                cur = self.other.cursor()
+                cur.execute("SELECT dlock_release(%s, %s)", (name, key))
+                released = cur.fetchall()[0][0]
+                cur.close()
+                self.count("lease released from another connection")
+            else:
+                released = self.one_value("SELECT dlock_release(%s, %s)", (name, key))
+            if released != 1:
                 self.count("release of an expired lease (0)")
+        elif op < 0.92:
+            # no timeout: only a grant or a kill ends it; cold names are
+            # never held long, so a wait that lasts is a lost wake-up
+            name = rng.choice(COLD)
+            started = time.monotonic()
+            t = self.one_value("SELECT dlock_acquire(%s, NULL, NULL, %s)", (name, mode))
+            took = time.monotonic() - started
+            if took > 10:
+                self.violation("a wait without timeout for %s took %.1fs" % (name, took))
+            self.count("acquire without timeout granted")
+            self.granted(name, t, mode, False)
+            self.enter(name, t, mode, False)
+            self.leave()
+            if self.one_value("SELECT dlock_release(%s)", (name,)) != 1:
+                self.violation("release of held %s answered 0" % name)
         else:
             a, b = rng.sample(COLD, 2)
             ta = self.timed(1.0, "SELECT dlock_acquire(%s, 1)", (a,))
@@ -252,7 +280,7 @@ class Client:
                     self.count("killed (%d)" % code)
                 elif code in GONE or (code == 1105 and restarting):
                     self.count("connection lost")
-                    self.conn = None
+                    self.conn = self.other = None
                     time.sleep(0.1)
                 else:
                     self.violation("unexpected error %s: %s" % (code, text))
@@ -317,15 +345,14 @@ class Torture:
         rng = random.Random(42)
         admin = self.admin()
         span = deadline - time.monotonic()
-        # server restarts: a clean one at 1/3, a crash at 2/3 of the run
-        # (quick), then alternating every 90 s (long runs)
-        restarts = [(time.monotonic() + span / 3, "clean"),
-                    (time.monotonic() + 2 * span / 3, "crash")]
-        t = time.monotonic() + span / 3 + 90
-        while t < deadline - 20:
-            restarts.append((t, "clean" if len(restarts) % 2 == 0 else "crash"))
-            t += 90
-        restarts.sort()
+        # server restarts: a clean one at 1/3 and a crash at 2/3 of a quick
+        # run; in longer runs every 40 s, alternating
+        if span < 80:
+            restarts = [(time.monotonic() + span / 3, "clean"),
+                        (time.monotonic() + 2 * span / 3, "crash")]
+        else:
+            restarts = [(time.monotonic() + t, "clean" if i % 2 == 0 else "crash")
+                        for i, t in enumerate(range(20, int(span) - 15, 40))]
         time.sleep(1)
         while time.monotonic() < deadline - 3:
             time.sleep(rng.uniform(0.2, 0.5))
