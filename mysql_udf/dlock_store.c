@@ -705,9 +705,16 @@ typedef struct Waiter
 	size_t		name_len;
 	unsigned long long ticket;	/* 0 until the enqueue committed */
 	int			state;
-	int			poked;
+	int			poked;			/* look at the tables: news were lost */
 	long long	token;
 	pthread_cond_t cond;
+	/* decisions on the name made while the ticket was not known yet */
+	int			npending;
+	struct
+	{
+		unsigned long long ticket;
+		long long	token;		/* 0: withdrawn */
+	}			pending[16];
 } Waiter;
 
 static Waiter *reg_head = NULL;
@@ -809,72 +816,77 @@ cb_step(void *arg, const Row *r)
 	return 1;
 }
 
-/* Is ticket in a list "t:tok,t:tok," (granted) or "t,t," (withdrawn)? */
+/*
+ * next_entry
+ *		Walk a step's list, "t:tok,t:tok," (granted) or "t,t," (withdrawn,
+ *		*token = 0); returns 0 at its end.
+ */
 static int
-in_list(const char *list, unsigned long long ticket, long long *token)
+next_entry(const char **p, unsigned long long *ticket, long long *token)
 {
-	const char *p = list;
+	char	   *end;
 
-	while (p && *p)
-	{
-		char	   *end;
-		unsigned long long t = strtoull(p, &end, 10);
-		long long	tok = (long long) t;
-
-		if (end == p)
-			return 0;
-		if (*end == ':')
-			tok = strtoll(end + 1, &end, 10);
-		if (t == ticket)
-		{
-			if (token)
-				*token = tok;
-			return 1;
-		}
-		p = strchr(end, ',');
-		if (p)
-			p++;
-	}
-	return 0;
+	if (*p == NULL || **p == '\0')
+		return 0;
+	*ticket = strtoull(*p, &end, 10);
+	if (end == *p)
+		return 0;
+	*token = 0;
+	if (*end == ':')
+		*token = strtoll(end + 1, &end, 10);
+	*p = (*end == ',') ? end + 1 : end;
+	return 1;
 }
 
 /*
  * notify
  *		After a step committed: mark local waiters whose tickets it granted
- *		or withdrew and wake them; poke waiters of the same name whose ticket
- *		is not known yet.  Only waiters of this name are touched.
+ *		or withdrew and wake them.  A waiter of the same name whose ticket is
+ *		not known yet (its own step is still running) keeps the decisions in
+ *		its pending list and checks them once it learns its ticket; only if
+ *		that list overflows does it look at the tables.
  */
 static void
 notify(const char *name, size_t name_len, const Step *s)
 {
-	int			any_g = s->granted && s->granted[0];
-	int			any_w = s->withdrawn && s->withdrawn[0];
-
-	if (!any_g && !any_w)
+	if (!(s->granted && s->granted[0]) && !(s->withdrawn && s->withdrawn[0]))
 		return;
 	pthread_mutex_lock(&reg_mutex);
 	for (Waiter *w = reg_head; w; w = w->next)
 	{
 		int			hit = 0;
-		long long	tok;
 
 		if (w->name_len != name_len || memcmp(w->name, name, name_len) != 0)
 			continue;
-		if (w->ticket == 0)
+		for (int list = 0; list < 2; list++)
 		{
-			w->poked = 1;
-			hit = 1;
-		}
-		else if (any_g && in_list(s->granted, w->ticket, &tok))
-		{
-			w->state = W_GRANTED;
-			w->token = tok;
-			hit = 1;
-		}
-		else if (any_w && in_list(s->withdrawn, w->ticket, NULL))
-		{
-			w->state = W_WITHDRAWN;
-			hit = 1;
+			const char *p = list == 0 ? s->granted : s->withdrawn;
+			unsigned long long t;
+			long long	tok;
+
+			while (next_entry(&p, &t, &tok))
+			{
+				if (w->ticket == 0)
+				{
+					if (w->npending < (int) (sizeof(w->pending) / sizeof(w->pending[0])))
+					{
+						w->pending[w->npending].ticket = t;
+						w->pending[w->npending].token = list == 0 ? tok : 0;
+						w->npending++;
+					}
+					else if (!w->poked)
+					{
+						w->poked = 1;
+						hit = 1;
+					}
+				}
+				else if (t == w->ticket && w->state == W_WAITING)
+				{
+					w->state = list == 0 ? W_GRANTED : W_WITHDRAWN;
+					w->token = tok;
+					hit = 1;
+				}
+			}
 		}
 		if (hit)
 			pthread_cond_signal(&w->cond);
@@ -1062,11 +1074,18 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 	}
 
 	/*
-	 * Queued: wait for a wake-up, a timeout, a kill or the re-check.  A
-	 * grant committed before our ticket was known has poked us.
+	 * Queued: wait for a wake-up, a timeout, a kill or the re-check.  Steps
+	 * that decided about our ticket before we knew it left it pending.
 	 */
 	pthread_mutex_lock(&reg_mutex);
 	w.ticket = a.ticket;
+	for (int i = 0; i < w.npending; i++)
+		if (w.pending[i].ticket == w.ticket)
+		{
+			w.state = w.pending[i].token ? W_GRANTED : W_WITHDRAWN;
+			w.token = w.pending[i].token;
+		}
+	w.npending = 0;
 	pthread_mutex_unlock(&reg_mutex);
 	head = a.head;
 	if (head && a.next_expiry_us >= 0)

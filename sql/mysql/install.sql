@@ -41,9 +41,13 @@ CREATE TABLE IF NOT EXISTS dlock.queue (
     KEY queue_holder (holder)
 ) ENGINE=InnoDB;
 
--- Holders (the main rows): one row per (name, holder).
+-- Holders (the main rows): one row per (name, holder), clustered by that
+-- key: a name's holders are read together, and a hold that is taken and
+-- released again and again reuses its row's place (keyed by the ever new
+-- token, the index would pile up deleted entries of the same name and
+-- holder until purge, and every lookup would walk them).
 CREATE TABLE IF NOT EXISTS dlock.held (
-    token         BIGINT UNSIGNED  NOT NULL PRIMARY KEY,
+    token         BIGINT UNSIGNED  NOT NULL,
     name          VARBINARY(1024)  NOT NULL,
     holder        VARBINARY(320)   NOT NULL,
     owner         VARBINARY(255)   NULL,
@@ -55,10 +59,22 @@ CREATE TABLE IF NOT EXISTS dlock.held (
     granted_at    TIMESTAMP(6)     NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     expires_at    TIMESTAMP(6)     NULL,
     ttl_us        BIGINT           NULL,
-    UNIQUE KEY held_name_holder (name, holder),
+    PRIMARY KEY (name, holder),
+    UNIQUE KEY held_token (token),
     KEY held_holder (holder),
     KEY held_expires (expires_at)
 ) ENGINE=InnoDB;
+
+-- Installs before 1.1 keyed dlock.held by token: re-key it (rows are kept).
+SET @dlock_sql = IF((SELECT COUNT(*) FROM information_schema.STATISTICS
+                      WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'held'
+                        AND INDEX_NAME = 'PRIMARY' AND COLUMN_NAME = 'token') > 0,
+    'ALTER TABLE dlock.held DROP PRIMARY KEY, ADD PRIMARY KEY (name, holder), '
+    'ADD UNIQUE KEY held_token (token), DROP KEY held_name_holder',
+    'DO 0');
+PREPARE dlock_stmt FROM @dlock_sql;
+EXECUTE dlock_stmt;
+DEALLOCATE PREPARE dlock_stmt;
 
 -- Tickets: one counter for every request of every name, so the tickets of
 -- a name grow in the order its requests are decided (they are taken while
@@ -174,7 +190,7 @@ BEGIN
             SET v_token = v_ticket;
             IF v_rows <> 1 THEN
                 -- the same owner key already held it: one more level
-                SET v_token = (SELECT token FROM dlock.held
+                SET v_token = (SELECT token FROM dlock.held FORCE INDEX (PRIMARY)
                                 WHERE name = p_name AND holder = v_holder);
             END IF;
             DELETE FROM dlock.queue WHERE ticket = v_ticket;
@@ -231,7 +247,7 @@ BEGIN
            (SELECT IFNULL(BIT_OR(1 << q.mode), 0) FROM dlock.queue q
              WHERE q.name = p_name)
       INTO v_live, v_expired, v_mine, v_mine_mode, v_next, v_qmask
-      FROM dlock.held WHERE name = p_name;
+      FROM dlock.held FORCE INDEX (PRIMARY) WHERE name = p_name;
     IF v_expired > 0 THEN
         IF v_qmask <> 0 THEN
             -- leases ran out with requests waiting: those come first
@@ -284,7 +300,7 @@ CREATE OR REPLACE PROCEDURE dlock.step_release(
     SQL SECURITY INVOKER MODIFIES SQL DATA
 BEGIN
     DECLARE v_now TIMESTAMP(6);
-    DECLARE v_version BIGINT UNSIGNED;
+    DECLARE v_version, v_token BIGINT UNSIGNED;
     DECLARE v_state TINYINT DEFAULT 0;
     DECLARE v_next BIGINT;
     DECLARE v_granted TEXT DEFAULT '';
@@ -296,19 +312,20 @@ BEGIN
             ON DUPLICATE KEY UPDATE version = version + 1;
     END IF;
     SET v_now = NOW(6);
-    DELETE FROM dlock.held WHERE name = p_name AND holder = p_holder
-       AND `count` = 1 AND (expires_at IS NULL OR expires_at > v_now);
-    IF ROW_COUNT() = 1 THEN
+    -- by the unique key, then by primary key: a DELETE with these
+    -- conditions costs the optimizer more than the two statements
+    SET v_token = (SELECT token FROM dlock.held FORCE INDEX (PRIMARY)
+                    WHERE name = p_name AND holder = p_holder
+                      AND (expires_at IS NULL OR expires_at > v_now));
+    IF v_token IS NOT NULL THEN
         SET v_state = 1;
-        IF EXISTS (SELECT 1 FROM dlock.queue WHERE name = p_name) THEN
-            CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
-        END IF;
-    ELSE
-        UPDATE dlock.held SET `count` = `count` - 1
-         WHERE name = p_name AND holder = p_holder AND `count` > 1
-           AND (expires_at IS NULL OR expires_at > v_now);
+        DELETE FROM dlock.held WHERE token = v_token AND `count` = 1;
         IF ROW_COUNT() = 1 THEN
-            SET v_state = 1;
+            IF EXISTS (SELECT 1 FROM dlock.queue WHERE name = p_name) THEN
+                CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+            END IF;
+        ELSE
+            UPDATE dlock.held SET `count` = `count` - 1 WHERE token = v_token;
         END IF;
     END IF;
     COMMIT;
@@ -362,7 +379,7 @@ BEGIN
         -- the same owner key), or withdrawn by someone else
         SET v_token = (SELECT token FROM dlock.held WHERE token = p_ticket);
         IF v_token IS NULL THEN
-            SET v_token = (SELECT token FROM dlock.held
+            SET v_token = (SELECT token FROM dlock.held FORCE INDEX (PRIMARY)
                             WHERE name = p_name AND holder = p_holder);
         END IF;
         IF v_token IS NOT NULL THEN
@@ -398,7 +415,7 @@ BEGIN
             ON DUPLICATE KEY UPDATE version = version + 1;
     END IF;
     SET v_now = NOW(6);
-    SET v_token = (SELECT token FROM dlock.held
+    SET v_token = (SELECT token FROM dlock.held FORCE INDEX (PRIMARY)
                     WHERE name = p_name AND holder = p_holder
                       AND (expires_at IS NULL OR expires_at > v_now));
     IF v_token IS NOT NULL THEN
@@ -420,7 +437,7 @@ CREATE OR REPLACE PROCEDURE dlock.step_release_all(
     SQL SECURITY INVOKER MODIFIES SQL DATA
 BEGIN
     DECLARE v_now TIMESTAMP(6);
-    DECLARE v_version BIGINT UNSIGNED;
+    DECLARE v_version, v_token BIGINT UNSIGNED;
     DECLARE v_held, v_queued INT DEFAULT 0;
     DECLARE v_next BIGINT;
     DECLARE v_granted TEXT DEFAULT '';
@@ -433,9 +450,13 @@ BEGIN
             ON DUPLICATE KEY UPDATE version = version + 1;
     END IF;
     SET v_now = NOW(6);
-    DELETE FROM dlock.held WHERE name = p_name AND holder = p_holder
-       AND (expires_at IS NULL OR expires_at > v_now);
-    SET v_held = ROW_COUNT();
+    SET v_token = (SELECT token FROM dlock.held FORCE INDEX (PRIMARY)
+                    WHERE name = p_name AND holder = p_holder
+                      AND (expires_at IS NULL OR expires_at > v_now));
+    IF v_token IS NOT NULL THEN
+        DELETE FROM dlock.held WHERE token = v_token;
+        SET v_held = 1;
+    END IF;
     SELECT GROUP_CONCAT(ticket, ',' SEPARATOR ''), COUNT(*)
       INTO v_withdrawn, v_queued
       FROM dlock.queue WHERE name = p_name AND holder = p_holder;
