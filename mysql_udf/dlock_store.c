@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +52,8 @@
 #define MAX_IDLE_CONNS 64
 #define IDLE_PING_SECONDS 30
 #define MAX_DEADLOCK_RETRIES 20
+/* a step whose connection was lost is repeated on a new one this often */
+#define MAX_LOST_RETRIES 3
 
 /* ------------------------------------------------------------------------
  * Statements.  Every one takes only bound parameters.
@@ -74,11 +77,11 @@ enum
 
 static const char *const Q[NQ] = {
 	[Q_ACQUIRE] =
-	"CALL dlock.step_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	"CALL dlock.step_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[Q_RELEASE] =
-	"CALL dlock.step_release(?, ?, ?)",
+	"CALL dlock.step_release(?, ?, ?, ?, ?)",
 	[Q_STATUS] =
-	"CALL dlock.step_status(?, ?, ?, ?, ?, ?)",
+	"CALL dlock.step_status(?, ?, ?, ?, ?, ?, ?, ?)",
 	[Q_RENEW] =
 	"CALL dlock.step_renew(?, ?, ?)",
 	[Q_RELEASE_ALL] =
@@ -107,6 +110,16 @@ static const char *const Q[NQ] = {
 	"CALL dlock.step_forget_idle(1000)",
 };
 
+
+/*
+ * Steps whose last two parameters are (p_req, p_retry): the request id of
+ * the call and whether this is a repeat after a lost connection.  Only
+ * these change state in a way a blind repeat would do twice; the others
+ * (renew, release-all, reaper steps, scans) can simply run again.
+ */
+static const bool has_req[NQ] = {
+	[Q_ACQUIRE] = true, [Q_RELEASE] = true, [Q_STATUS] = true,
+};
 
 /* ------------------------------------------------------------------------
  * Process-wide configuration, set once.
@@ -361,7 +374,7 @@ typedef struct P
 #define PN ((P) {PT_NULL, 0, NULL, 0})
 #define PIN(v) ((v) < 0 ? PN : PI(v))	/* int or NULL when negative */
 
-#define MAXP 12
+#define MAXP 16
 #define MAXCOL 9
 #define COLBUF 128
 
@@ -901,11 +914,43 @@ is_retryable(unsigned int no)
 	return no == 1213;
 }
 
+/* The connection is unusable: closed, lost, killed, or its server stopping. */
 static int
 is_conn_error(unsigned int no)
 {
 	return no == CR_SERVER_GONE_ERROR || no == CR_SERVER_LOST ||
-		no == CR_CONNECTION_ERROR || no == CR_CONN_HOST_ERROR;
+		no == CR_CONNECTION_ERROR || no == CR_CONN_HOST_ERROR ||
+		no == CR_SERVER_LOST_EXTENDED ||
+		no == 1927 ||			/* ER_CONNECTION_KILLED: KILL of the connection */
+		no == 1053;				/* ER_SERVER_SHUTDOWN */
+}
+
+/*
+ * is_lost: the statement may or may not have run to its end - the
+ * connection went away, or KILL QUERY (1317) hit the plugin's own
+ * connection.  Repeating it is safe for the steps marked in has_req and
+ * for the idempotent rest.
+ */
+static int
+is_lost(unsigned int no)
+{
+	return is_conn_error(no) || no == 1317;
+}
+
+/* A request id for one call: random, so two calls never share one. */
+static long long
+new_req(void)
+{
+	unsigned long long r = 0;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t) sizeof(r))
+	{
+		static unsigned long long counter;
+
+		r = ((unsigned long long) now_us() << 16) ^
+			__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) ^ (unsigned long long) getpid();
+	}
+	return (long long) (r >> 1);
 }
 
 /* The mode matrix for the procedures, packed from core/ once. */
@@ -927,13 +972,18 @@ pack_matrix(void)
 /*
  * run_step
  *		CALL step qid with params on a pooled connection, retrying
- *		deadlocks; on success wake the local waiters it decided and return 0
- *		with *out filled (caller frees it with step_free).
+ *		deadlocks, and repeating it on a new connection when the connection
+ *		was lost (a pooled connection killed while idle, or one killed during
+ *		the step: the step may have committed, and p_retry tells it to look
+ *		for what its lost attempt did).  On success wake the local waiters it
+ *		decided and return 0 with *out filled (caller frees it: step_free).
  */
 static int
-run_step(const char *fn, const char *name, size_t len, int qid, const P *p,
+run_step(const char *fn, const char *name, size_t len, int qid, P *p,
 		 int np, Step *out, DlockErr *err)
 {
+	int			lost = 0;
+
 	for (int attempt = 0;; attempt++)
 	{
 		Conn	   *c = conn_get(fn, err);
@@ -943,6 +993,8 @@ run_step(const char *fn, const char *name, size_t len, int qid, const P *p,
 		memset(out, 0, sizeof(*out));
 		if (c == NULL)
 			return -1;
+		if (has_req[qid])
+			p[np - 1] = PI(lost > 0);
 		r = q_run(c, qid, p, np, cb_step, out, NULL, NULL, fn, err, &qe);
 		if (r == 0 && (out->oom || !out->found))
 		{
@@ -962,6 +1014,11 @@ run_step(const char *fn, const char *name, size_t len, int qid, const P *p,
 			if (is_retryable(qe.no) && attempt < MAX_DEADLOCK_RETRIES)
 			{
 				usleep(1000 * (attempt + 1));
+				continue;
+			}
+			if (is_lost(qe.no) && lost < MAX_LOST_RETRIES)
+			{
+				lost++;
 				continue;
 			}
 			return -1;
@@ -1008,7 +1065,8 @@ status(const DlockReq *req, const char *holder, size_t hlen,
 {
 	return STEP(req->fn, req->name, req->name_len, Q_STATUS, s, err,
 				PS(req->name, req->name_len), PS(holder, hlen), PI(ticket),
-				PI(withdraw), PI(kill), PI(packed_conflicts));
+				PI(withdraw), PI(kill), PI(packed_conflicts), PI(new_req()),
+				PI(0));
 }
 
 /* Best effort after an error: no queue row of this call may stay behind. */
@@ -1056,7 +1114,7 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 			 PS(incarnation, strlen(incarnation)),
 			 PI(who->conn_id), PI(req->mode), PIN(req->ttl_us),
 			 PIN(req->timeout_us), PI(try_only), PI(packed_conflicts),
-			 PI(packed_covers)) != 0)
+			 PI(packed_covers), PI(new_req()), PI(0)) != 0)
 		goto out;
 	if (a.state == ST_STRONGER)
 	{
@@ -1213,7 +1271,7 @@ dls_release(const DlockCaller *who, const DlockReq *req, int *released,
 
 	if (STEP(req->fn, req->name, req->name_len, Q_RELEASE, &s, err,
 			 PS(req->name, req->name_len), PS(holder, hlen),
-			 PI(packed_conflicts)) != 0)
+			 PI(packed_conflicts), PI(new_req()), PI(0)) != 0)
 		return -1;
 	*released = s.state == ST_GRANTED;
 	step_free(&s);
@@ -1265,15 +1323,21 @@ static int
 scan(const char *fn, int qid, const P *p, int np, RowCb cb, void *arg,
 	 DlockErr *err)
 {
-	Conn	   *c = conn_get(fn, err);
-	QErr		qe;
-	int			r;
+	for (int lost = 0;; lost++)
+	{
+		Conn	   *c = conn_get(fn, err);
+		QErr		qe;
+		int			r;
 
-	if (c == NULL)
-		return -1;
-	r = q_run(c, qid, p, np, cb, arg, NULL, NULL, fn, err, &qe);
-	conn_put(c, r != 0 && is_conn_error(qe.no));
-	return r;
+		if (c == NULL)
+			return -1;
+		r = q_run(c, qid, p, np, cb, arg, NULL, NULL, fn, err, &qe);
+		conn_put(c, r != 0 && is_conn_error(qe.no));
+		/* a read: repeat it on a new connection if this one was lost */
+		if (r != 0 && is_lost(qe.no) && lost < MAX_LOST_RETRIES)
+			continue;
+		return r;
+	}
 }
 
 int

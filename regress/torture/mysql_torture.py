@@ -22,8 +22,9 @@ dlock_release_all().  Inside every grant it enters the guarded resource:
     grow in the order they were seen (across restarts and crashes too).
 
 Faults, at random times: kill -9 of client processes (holding or waiting),
-KILL QUERY and KILL of waiting connections, a clean server restart, and a
-kill -9 of mariadbd followed by a restart.  After the clients stop the
+KILL QUERY and KILL of waiting connections, KILL of the plugin's own
+connections to its lock store (idle or in the middle of a step), a clean
+server restart, and a kill -9 of mariadbd followed by a restart.  After the clients stop the
 invariants are checked: no queue rows, no grants to dead connections, no
 lease past its expiry plus the reaper's interval, every blocking call ended
 within its timeout plus slack, and the server only crashed when killed.
@@ -397,6 +398,18 @@ class Torture:
                             self.stats["fault: KILL of a waiting connection"] += 1
                         except MySQLdb.Error:
                             pass
+                elif r < 0.62:
+                    # the plugin's own connections to its lock store
+                    cur.execute("SELECT ID FROM information_schema.PROCESSLIST"
+                                " WHERE USER = 'mysql' AND COMMAND <> 'Daemon'"
+                                " ORDER BY COMMAND = 'Sleep', RAND() LIMIT 1")
+                    row = cur.fetchone()
+                    if row:
+                        try:
+                            cur.execute("KILL %d" % int(row[0]))
+                            self.stats["fault: KILL of a plugin store connection"] += 1
+                        except MySQLdb.Error:
+                            pass
                 elif r < 0.8:
                     waiting = rng.random() < 0.5
                     cur.execute("SELECT DISTINCT conn_id FROM dlock.locks WHERE granted = %s",
@@ -594,6 +607,7 @@ class Torture:
 
 FAULT_KINDS = ["fault: KILL QUERY of a waiter", "fault: KILL of a waiting connection",
                "fault: kill -9 of a client (holding)", "fault: kill -9 of a client (waiting)",
+               "fault: KILL of a plugin store connection",
                "fault: clean server restart", "fault: kill -9 of mariadbd, restart"]
 
 

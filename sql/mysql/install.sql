@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS dlock.queue (
     ttl_us        BIGINT           NULL,       -- lease once granted
     since         TIMESTAMP(6)     NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     timeout_at    TIMESTAMP(6)     NULL,
+    req           BIGINT           NULL,       -- the call that queued it
     KEY queue_name (name, ticket),
     KEY queue_holder (holder)
 ) ENGINE=InnoDB;
@@ -59,6 +60,7 @@ CREATE TABLE IF NOT EXISTS dlock.held (
     granted_at    TIMESTAMP(6)     NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     expires_at    TIMESTAMP(6)     NULL,
     ttl_us        BIGINT           NULL,
+    req           BIGINT           NULL,       -- the last call that granted or changed it
     PRIMARY KEY (name, holder),
     UNIQUE KEY held_token (token),
     KEY held_holder (holder),
@@ -75,6 +77,11 @@ SET @dlock_sql = IF((SELECT COUNT(*) FROM information_schema.STATISTICS
 PREPARE dlock_stmt FROM @dlock_sql;
 EXECUTE dlock_stmt;
 DEALLOCATE PREPARE dlock_stmt;
+
+-- A step's request id (req) lets the plugin repeat a step whose connection
+-- was lost without doing it twice: the repeat finds the request's mark.
+ALTER TABLE dlock.queue ADD COLUMN IF NOT EXISTS req BIGINT NULL;
+ALTER TABLE dlock.held ADD COLUMN IF NOT EXISTS req BIGINT NULL;
 
 -- Tickets: one counter for every request of every name, so the tickets of
 -- a name grow in the order its requests are decided (they are taken while
@@ -138,7 +145,11 @@ SELECT CONVERT(q.name USING utf8mb4),
 --   earliest live lease of the name ends), count, granted ('ticket:token,'
 --   for every request the step granted), withdrawn ('ticket,' for every
 --   request it took out of the queue), expiry (renew: new expiry, UTC).
--- The plugin wakes its local waiters from granted and withdrawn.  Modes
+-- The plugin wakes its local waiters from granted and withdrawn.  p_req
+-- identifies the call; when the plugin repeats a step after losing its
+-- connection (p_retry = 1), the step recognises what the lost attempt
+-- did - held.req and queue.req carry the mark - and does not do it twice.
+-- Modes
 -- are numbers (3 shared, 5 exclusive; core/dlock_core.h) and the
 -- compatibility matrix comes from the plugin (core/, shared with
 -- PostgreSQL), packed: conflicts(m) = (p_conflicts >> 6m) & 63 and
@@ -180,12 +191,13 @@ BEGIN
         IF ((p_conflicts >> (v_mode * 6)) & 63) & v_mask = 0 THEN
             INSERT INTO dlock.held (token, name, holder, owner, server,
                    incarnation, conn_id, mode, `count`, granted_at,
-                   expires_at, ttl_us)
+                   expires_at, ttl_us, req)
             SELECT q.ticket, q.name, q.holder, q.owner, q.server,
                    q.incarnation, q.conn_id, q.mode, 1, p_now,
-                   p_now + INTERVAL q.ttl_us MICROSECOND, q.ttl_us
+                   p_now + INTERVAL q.ttl_us MICROSECOND, q.ttl_us, q.req
               FROM dlock.queue q WHERE q.ticket = v_ticket
-            ON DUPLICATE KEY UPDATE `count` = dlock.held.`count` + 1;
+            ON DUPLICATE KEY UPDATE `count` = dlock.held.`count` + 1,
+                                    req = q.req;
             SET v_rows = ROW_COUNT();
             SET v_token = v_ticket;
             IF v_rows <> 1 THEN
@@ -217,13 +229,15 @@ CREATE OR REPLACE PROCEDURE dlock.step_acquire(
     IN p_owner VARBINARY(255), IN p_server VARCHAR(160),
     IN p_incarnation VARCHAR(64), IN p_conn BIGINT UNSIGNED,
     IN p_mode TINYINT UNSIGNED, IN p_ttl_us BIGINT, IN p_timeout_us BIGINT,
-    IN p_try TINYINT, IN p_conflicts BIGINT UNSIGNED, IN p_covers BIGINT UNSIGNED)
+    IN p_try TINYINT, IN p_conflicts BIGINT UNSIGNED, IN p_covers BIGINT UNSIGNED,
+    IN p_req BIGINT, IN p_retry TINYINT)
     SQL SECURITY INVOKER MODIFIES SQL DATA
-BEGIN
+step: BEGIN
     DECLARE v_now TIMESTAMP(6);
     DECLARE v_live, v_qmask INT UNSIGNED DEFAULT 0;
     DECLARE v_expired INT DEFAULT 0;
     DECLARE v_mine, v_token, v_ticket, v_version BIGINT UNSIGNED;
+    DECLARE v_mine_req BIGINT;
     DECLARE v_mine_mode INT;
     DECLARE v_next BIGINT;
     DECLARE v_state, v_head TINYINT DEFAULT 0;
@@ -242,12 +256,31 @@ BEGIN
                   token, NULL)),
            MAX(IF(holder = p_holder AND (expires_at IS NULL OR expires_at > v_now),
                   mode, NULL)),
+           MAX(IF(holder = p_holder, req, NULL)),
            GREATEST(0, TIMESTAMPDIFF(MICROSECOND, v_now,
                                      MIN(IF(expires_at > v_now, expires_at, NULL)))),
            (SELECT IFNULL(BIT_OR(1 << q.mode), 0) FROM dlock.queue q
              WHERE q.name = p_name)
-      INTO v_live, v_expired, v_mine, v_mine_mode, v_next, v_qmask
+      INTO v_live, v_expired, v_mine, v_mine_mode, v_mine_req, v_next, v_qmask
       FROM dlock.held FORCE INDEX (PRIMARY) WHERE name = p_name;
+    IF p_retry THEN
+        -- the lost attempt granted or re-entered (here or, queued, since)
+        IF v_mine IS NOT NULL AND v_mine_req = p_req THEN
+            COMMIT;
+            SELECT 1, v_mine, NULL, 0, v_next, 0, '', '', NULL;
+            LEAVE step;
+        END IF;
+        -- the lost attempt queued the request
+        SET v_ticket = (SELECT ticket FROM dlock.queue
+                         WHERE name = p_name AND req = p_req);
+        IF v_ticket IS NOT NULL THEN
+            COMMIT;
+            SELECT 2, NULL, v_ticket,
+                   v_ticket = (SELECT MIN(ticket) FROM dlock.queue WHERE name = p_name),
+                   v_next, 0, '', '', NULL;
+            LEAVE step;
+        END IF;
+    END IF;
     IF v_expired > 0 THEN
         IF v_qmask <> 0 THEN
             -- leases ran out with requests waiting: those come first
@@ -265,26 +298,27 @@ BEGIN
         IF (p_covers >> (v_mine_mode * 6 + p_mode)) & 1 = 0 THEN
             SET v_state = 4;
         ELSE
-            UPDATE dlock.held SET `count` = `count` + 1 WHERE token = v_mine;
+            UPDATE dlock.held SET `count` = `count` + 1, req = p_req
+             WHERE token = v_mine;
             SET v_state = 1, v_token = v_mine;
         END IF;
     ELSEIF ((p_conflicts >> (p_mode * 6)) & 63) & (v_live | v_qmask) = 0 THEN
         SET v_token = NEXTVAL(dlock.tickets);
         INSERT INTO dlock.held (token, name, holder, owner, server, incarnation,
-               conn_id, mode, `count`, granted_at, expires_at, ttl_us)
+               conn_id, mode, `count`, granted_at, expires_at, ttl_us, req)
         VALUES (v_token, p_name, p_holder, p_owner, p_server, p_incarnation,
                 p_conn, p_mode, 1, v_now, v_now + INTERVAL p_ttl_us MICROSECOND,
-                p_ttl_us);
+                p_ttl_us, p_req);
         SET v_state = 1;
     ELSEIF p_try THEN
         SET v_state = 3;
     ELSE
         SET v_ticket = NEXTVAL(dlock.tickets);
         INSERT INTO dlock.queue (ticket, name, holder, owner, server,
-               incarnation, conn_id, mode, ttl_us, since, timeout_at)
+               incarnation, conn_id, mode, ttl_us, since, timeout_at, req)
         VALUES (v_ticket, p_name, p_holder, p_owner, p_server, p_incarnation,
                 p_conn, p_mode, p_ttl_us, v_now,
-                v_now + INTERVAL p_timeout_us MICROSECOND);
+                v_now + INTERVAL p_timeout_us MICROSECOND, p_req);
         SET v_state = 2, v_head = (v_qmask = 0);
     END IF;
     -- a step that changed nothing commits without a log write
@@ -296,11 +330,12 @@ END//
 -- and goes to the next in line.
 CREATE OR REPLACE PROCEDURE dlock.step_release(
     IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
-    IN p_conflicts BIGINT UNSIGNED)
+    IN p_conflicts BIGINT UNSIGNED, IN p_req BIGINT, IN p_retry TINYINT)
     SQL SECURITY INVOKER MODIFIES SQL DATA
 BEGIN
     DECLARE v_now TIMESTAMP(6);
     DECLARE v_version, v_token BIGINT UNSIGNED;
+    DECLARE v_req BIGINT;
     DECLARE v_state TINYINT DEFAULT 0;
     DECLARE v_next BIGINT;
     DECLARE v_granted TEXT DEFAULT '';
@@ -314,10 +349,14 @@ BEGIN
     SET v_now = NOW(6);
     -- by the unique key, then by primary key: a DELETE with these
     -- conditions costs the optimizer more than the two statements
-    SET v_token = (SELECT token FROM dlock.held FORCE INDEX (PRIMARY)
-                    WHERE name = p_name AND holder = p_holder
-                      AND (expires_at IS NULL OR expires_at > v_now));
-    IF v_token IS NOT NULL THEN
+    SELECT MAX(token), MAX(req) INTO v_token, v_req
+      FROM dlock.held FORCE INDEX (PRIMARY)
+     WHERE name = p_name AND holder = p_holder
+       AND (expires_at IS NULL OR expires_at > v_now);
+    IF p_retry AND (v_token IS NULL OR v_req = p_req) THEN
+        -- the lost attempt released it (or it was not held: cannot tell)
+        SET v_state = 1;
+    ELSEIF v_token IS NOT NULL THEN
         SET v_state = 1;
         DELETE FROM dlock.held WHERE token = v_token AND `count` = 1;
         IF ROW_COUNT() = 1 THEN
@@ -325,7 +364,8 @@ BEGIN
                 CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
             END IF;
         ELSE
-            UPDATE dlock.held SET `count` = `count` - 1 WHERE token = v_token;
+            UPDATE dlock.held SET `count` = `count` - 1, req = p_req
+             WHERE token = v_token;
         END IF;
     END IF;
     COMMIT;
@@ -339,7 +379,7 @@ END//
 CREATE OR REPLACE PROCEDURE dlock.step_status(
     IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
     IN p_ticket BIGINT UNSIGNED, IN p_withdraw TINYINT, IN p_kill TINYINT,
-    IN p_conflicts BIGINT UNSIGNED)
+    IN p_conflicts BIGINT UNSIGNED, IN p_req BIGINT, IN p_retry TINYINT)
     SQL SECURITY INVOKER MODIFIES SQL DATA
 BEGIN
     DECLARE v_now TIMESTAMP(6);
@@ -385,11 +425,14 @@ BEGIN
         IF v_token IS NOT NULL THEN
             SET v_state = 1;
             IF p_withdraw AND p_kill THEN
-                UPDATE dlock.held SET `count` = `count` - 1
-                 WHERE token = v_token AND `count` > 1;
-                IF ROW_COUNT() = 0 THEN
-                    DELETE FROM dlock.held WHERE token = v_token;
-                    CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+                -- unless the lost attempt already gave it back
+                IF NOT (p_retry AND (SELECT req FROM dlock.held WHERE token = v_token) <=> p_req) THEN
+                    UPDATE dlock.held SET `count` = `count` - 1, req = p_req
+                     WHERE token = v_token AND `count` > 1;
+                    IF ROW_COUNT() = 0 THEN
+                        DELETE FROM dlock.held WHERE token = v_token;
+                        CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+                    END IF;
                 END IF;
                 SET v_state = 5;
             END IF;
