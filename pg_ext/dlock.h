@@ -36,7 +36,8 @@ typedef enum DLockOp
 	DLOCK_OP_NONE = 0,
 	DLOCK_OP_ACQUIRE,			/* wait in the queue if needed */
 	DLOCK_OP_TRY,				/* grant now or refuse */
-	DLOCK_OP_RELEASE,
+	DLOCK_OP_RELEASE,			/* one level; of several names only when a
+								 * backend undoes an acquire_all grant */
 	DLOCK_OP_RENEW,
 	DLOCK_OP_RELEASE_ALL,
 	DLOCK_OP_CONVERT,			/* change the mode of a held lock */

@@ -289,7 +289,10 @@ submit(DLockSlot *slot, const DLockRequest *req)
  *		Ask the worker to withdraw our pending request and wait for the
  *		verdict.  If it had been granted before the worker saw the request
  *		to withdraw, and the caller will not report it (undo_grant), release
- *		it again, so that no lock is left granted to nobody.
+ *		it again, so that no lock is left granted to nobody.  Every name of
+ *		it goes in one release request: if no worker runs now, that request
+ *		waits in the slot for the next one (a second request would overwrite
+ *		it, and leave its names held).
  */
 static void
 withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
@@ -306,22 +309,13 @@ withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
 		(req->op == DLOCK_OP_ACQUIRE || req->op == DLOCK_OP_TRY ||
 		 req->op == DLOCK_OP_ACQUIRE_ALL))
 	{
-		const char *name = req->name;
+		DLockRequest undo = *req;
+		DLockReply	ignored;
 
-		for (int i = 0; i < Max(req->nnames, 1); i++)
-		{
-			DLockRequest undo = *req;
-			DLockReply	ignored;
-
-			undo.op = DLOCK_OP_RELEASE;
-			undo.timeout_at = 0;
-			undo.nnames = 1;
-			undo.name = name;
-			undo.name_len = req->op == DLOCK_OP_ACQUIRE_ALL ? (int) strlen(name) : req->name_len;
-			submit(slot, &undo);
-			wait_uninterruptibly(slot, &ignored);
-			name += undo.name_len + 1;
-		}
+		undo.op = DLOCK_OP_RELEASE;
+		undo.timeout_at = 0;
+		submit(slot, &undo);
+		wait_uninterruptibly(slot, &ignored);
 	}
 }
 

@@ -1409,25 +1409,35 @@ find_holder(Request *r)
 	return holder_of(lock, owner);
 }
 
+/*
+ * do_release
+ *		One level of the named lock.  Several names come only from a backend
+ *		undoing a grant of dlock_acquire_all it could not report (dlock_api.c,
+ *		withdraw); the answer is then about the last one.
+ */
 static void
 do_release(Request *r, TimestampTz now)
 {
-	DHolder    *h = find_holder(r);
+	for (int i = 0; i < r->nnames; i++)
+	{
+		DHolder    *h;
 
-	if (h == NULL)
-	{
-		answer(r->slotno, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
-		return;
+		r->name = r->names[i];
+		h = find_holder(r);
+		if (h == NULL)
+			answer(r->slotno, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
+		else if (--h->count > 0)
+		{
+			h->p.dirty = true;
+			touch_holder(h);
+			answer(r->slotno, DLOCK_STATUS_RELEASED, h->token, 0, h->count);
+		}
+		else
+		{
+			answer(r->slotno, DLOCK_STATUS_RELEASED, h->token, 0, 0);
+			release_explicit(h, now);
+		}
 	}
-	if (--h->count > 0)
-	{
-		h->p.dirty = true;
-		touch_holder(h);
-		answer(r->slotno, DLOCK_STATUS_RELEASED, h->token, 0, h->count);
-		return;
-	}
-	answer(r->slotno, DLOCK_STATUS_RELEASED, h->token, 0, 0);
-	release_explicit(h, now);
 }
 
 static void
@@ -1674,9 +1684,10 @@ copy_request(DLockSlot *slot, int slotno, Request *r)
 	r->timeout_at = slot->timeout_at;
 	r->pid = slot->pid;
 	r->session_start = slot->session_start;
-	r->nnames = slot->op == DLOCK_OP_ACQUIRE_ALL ? slot->nnames : 1;
+	/* several names, NUL-separated: acquire_all, or a release undoing one */
+	r->nnames = slot->op == DLOCK_OP_ACQUIRE_ALL ? slot->nnames : Max(slot->nnames, 1);
 	r->names = palloc(sizeof(char *) * r->nnames);
-	if (slot->op == DLOCK_OP_ACQUIRE_ALL)
+	if (slot->op == DLOCK_OP_ACQUIRE_ALL || r->nnames > 1)
 	{
 		const char *p = dlock_slot_name(slot);
 

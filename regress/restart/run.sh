@@ -13,6 +13,7 @@
 #   dlock.restart_grace after the restart, and can be renewed.
 #   with dlock.synchronous_commit = off, tokens still never go back after a
 #   crash that follows a new block of tickets.
+#   races.py: answers racing withdrawals, made deterministic with SIGSTOP.
 #
 # Uses its own cluster (fsync on: crash tests must not cheat) and stops it.
 set -u
@@ -150,6 +151,14 @@ check "an owner-keyed grant is flushed before dlock_acquire returns" \
     "$(timeout 30 psql -X -At -h "$DIR" -p "$PORT" -U postgres -d postgres \
         -c "SELECT dlock_acquire('flushed', ttl => '1 min', owner => 'kf') > 0" \
         -c "SELECT pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn()" | tr '\n' ' ')" "t t "
+
+# answers racing withdrawals (races.py: each check once found by the torture run)
+PGHOST=$DIR PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres \
+    /usr/bin/python3 "$HERE/races.py" > "$DIR/races.log" 2>&1
+sed 's/^/     /' "$DIR/races.log"
+check "races of answers and withdrawals (races.py)" \
+    "$(grep -c '^ok' "$DIR/races.log") $(tail -1 "$DIR/races.log" | grep -o '[0-9]* failed')" \
+    "$(grep -c '^\(ok\|FAIL\)' "$DIR/races.log") 0 failed"
 
 echo "restart: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
