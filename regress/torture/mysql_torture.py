@@ -58,10 +58,11 @@ COLD = ["cold/%d" % i for i in range(200)]
 SLACK = 2.0     # a call may overrun its timeout by the reaper's 1 s and a re-check
 REAP = 1.0      # the dlock.reaper event's interval
 
-# errnos a client may see: its own statement killed (1317, 1927), the
+# errnos a client may see: its own statement killed (1317, 1927, 1969 for
+# max_statement_time), the
 # connection or server gone (2002, 2006, 2013, 1053), and, only while the
 # server restarts, the plugin's own store connection failing (1105)
-KILLED = (1317, 1927)
+KILLED = (1317, 1927, 1969)
 GONE = (2002, 2006, 2013, 1053)
 
 
@@ -84,6 +85,7 @@ class Client:
         self.rng = random.Random(os.getpid() * 7919 + int(time.time() * 1000))
         self.conn = None
         self.other = None    # a second connection, for owner keys
+        self.holding = set()  # names this session believes it holds
 
     def emit(self, **kw):
         self.log.write(json.dumps(kw) + "\n")
@@ -113,6 +115,7 @@ class Client:
                 pass
             self.conn = None
         self.conn = connect(self.sock)
+        self.holding = set()
         self.connids[self.slot] = self.conn.thread_id()
 
     def timed(self, timeout, sql, args):
@@ -174,6 +177,7 @@ class Client:
                 self.count("acquire timed out")
                 return
             self.count("acquire granted")
+            self.holding.add(name)
             self.granted(name, t, mode, False)
             self.enter(name, t, mode, False)
             if rng.random() < 0.2:
@@ -187,17 +191,20 @@ class Client:
             self.leave()
             if self.one_value("SELECT dlock_release(%s)", (name,)) != 1:
                 self.violation("release of held %s answered 0" % name)
+            self.holding.discard(name)
         elif op < 0.65:
             t = self.one_value("SELECT dlock_try_acquire(%s, NULL, %s)", (name, mode))
             if t is None:
                 self.count("try refused")
                 return
             self.count("try granted")
+            self.holding.add(name)
             self.granted(name, t, mode, False)
             self.enter(name, t, mode, False)
             self.leave()
             if self.one_value("SELECT dlock_release(%s)", (name,)) != 1:
                 self.violation("release of held %s answered 0" % name)
+            self.holding.discard(name)
         elif op < 0.87:
             key = "c%d-%d" % (self.slot, rng.randrange(1 << 40))
             ttl = rng.choice([0.3, 0.6, 2.0])
@@ -244,33 +251,51 @@ class Client:
             if took > 10:
                 self.violation("a wait without timeout for %s took %.1fs" % (name, took))
             self.count("acquire without timeout granted")
+            self.holding.add(name)
             self.granted(name, t, mode, False)
             self.enter(name, t, mode, False)
             self.leave()
             if self.one_value("SELECT dlock_release(%s)", (name,)) != 1:
                 self.violation("release of held %s answered 0" % name)
+            self.holding.discard(name)
         else:
             a, b = rng.sample(COLD, 2)
             ta = self.timed(1.0, "SELECT dlock_acquire(%s, 1)", (a,))
             if ta is None:
                 self.count("acquire timed out")
                 return
+            self.holding.add(a)
             self.granted(a, ta, "exclusive", False)
             tb = self.one_value("SELECT dlock_try_acquire(%s)", (b,))
             held = 1
             if tb is not None:
+                self.holding.add(b)
                 self.granted(b, tb, "exclusive", False)
                 held = 2
             n = self.one_value("SELECT dlock_release_all()")
+            self.holding.clear()
             if n != held:
                 self.violation("dlock_release_all() ended %s locks, not %d" % (n, held))
             self.count("release_all")
+
+    def after_kill(self):
+        """A killed call changes nothing: no grant the session does not know of."""
+        try:
+            self.q("SET max_statement_time = 0")
+            held = set(r[0].decode() for r in self.q(
+                "SELECT name FROM dlock.held WHERE owner IS NULL AND conn_id = CONNECTION_ID()"))
+        except MySQLdb.Error:
+            return
+        for name in held - self.holding:
+            self.violation("a killed call left client %d holding %s" % (self.slot, name))
 
     def run(self):
         while time.monotonic() < self.deadline:
             try:
                 if self.conn is None:
                     self.reconnect()
+                limit = self.rng.choice([0.02, 0.1]) if self.rng.random() < 0.05 else 0
+                self.q("SET max_statement_time = %s", (limit,))
                 self.one()
                 self.count("operations")
             except MySQLdb.Error as e:
@@ -279,6 +304,7 @@ class Client:
                 restarting = time.monotonic() < self.unstable.value
                 if code in KILLED:
                     self.count("killed (%d)" % code)
+                    self.after_kill()
                 elif code in GONE or (code == 1105 and restarting):
                     self.count("connection lost")
                     self.conn = self.other = None
@@ -287,8 +313,10 @@ class Client:
                     self.violation("unexpected error %s: %s" % (code, text))
                 try:
                     if self.conn is not None:
+                        self.q("SET max_statement_time = 0")
                         self.q("DELETE FROM torture.active WHERE client = %s", (self.slot,))
                         self.q("SELECT dlock_release_all()")
+                        self.holding.clear()
                 except MySQLdb.Error:
                     self.conn = None
         try:
