@@ -1005,7 +1005,12 @@ withdraw_waiter(DWaiter *w, TimestampTz now)
 		return;
 	}
 	waiter_remove(w);
-	grant_waiters(lock, now);
+	/*
+	 * Hand the lock on only after every withdrawal of the batch: granting
+	 * now could grant a waiter whose own withdrawal comes later in the
+	 * batch, which would then answer "cancelled" to a granted request.
+	 */
+	scan_later(lock);
 }
 
 /*

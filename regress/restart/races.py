@@ -150,6 +150,8 @@ def undo_acquire_all(obs):
 def main():
     obs = connect()
     tests = [
+        ("two withdrawals in one batch: the first grants nothing to the second",
+         lambda: withdrawals_one_batch(obs)),
         ("undo of a dlock_acquire_all grant while the worker restarts",
          lambda: undo_acquire_all(obs)),
     ]
