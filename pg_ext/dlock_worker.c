@@ -37,6 +37,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/pmsignal.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
@@ -2004,6 +2005,15 @@ xact_commit(bool flush)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+
+	/*
+	 * A commit waiting for a synchronous standby stops waiting when the
+	 * postmaster dies, and ends as if the standby had confirmed it: a
+	 * promoted standby may then never hold what this batch granted.  Answer
+	 * nobody; the waiting backends die with the postmaster.
+	 */
+	if (!PostmasterIsAlive())
+		proc_exit(1);
 }
 
 /* Write the batch's changes in the open transaction. */

@@ -14,6 +14,8 @@
 #   with dlock.synchronous_commit = off, tokens still never go back after a
 #   crash that follows a new block of tickets.
 #   races.py: answers racing withdrawals, made deterministic with SIGSTOP.
+#   failover.py: with a synchronous standby, no grant is acknowledged that a
+#   promoted standby lacks (own clusters on ports PORT+100 and PORT+101).
 #
 # Uses its own cluster (fsync on: crash tests must not cheat) and stops it.
 set -u
@@ -159,6 +161,12 @@ sed 's/^/     /' "$DIR/races.log"
 check "races of answers and withdrawals (races.py)" \
     "$(grep -c '^ok' "$DIR/races.log") $(tail -1 "$DIR/races.log" | grep -o '[0-9]* failed')" \
     "$(grep -c '^\(ok\|FAIL\)' "$DIR/races.log") 0 failed"
+
+# kill -9 of a primary while the lock manager waits for its synchronous standby
+/usr/bin/python3 "$HERE/failover.py" "$DIR" $((PORT + 100)) $((PORT + 101)) > "$DIR/failover.log" 2>&1
+sed 's/^/     /' "$DIR/failover.log"
+check "no grant acknowledged that the promoted standby lacks (failover.py)" \
+    "$(tail -1 "$DIR/failover.log")" "failover: 2 passed, 0 failed"
 
 echo "restart: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""A grant is acknowledged only once a synchronous standby has it.
+
+A primary with a synchronous standby (synchronous_commit = remote_apply):
+its walsender is stopped (SIGSTOP), so the lock manager's commit of an
+owner-keyed grant waits for the standby; then the primary's postmaster is
+killed (kill -9).  PostgreSQL then gives up waiting for the standby and
+finishes the commit locally; the lock manager must not answer the waiting
+backend then, since the promoted standby never got that grant.  The
+waiting backend is held (SIGSTOP) meanwhile, as a busy machine may hold it,
+so that it looks at its answer before it notices the postmaster's death.
+Found while looking into an acknowledged lease the torture run's HA mode
+missed after a failover.
+
+Usage: failover.py DIR PORT_PRIMARY PORT_STANDBY  (clusters under DIR;
+scripts/pg_cluster.sh starts and stops them; run as root)
+Prints "ok"/"FAIL" lines and "failover: N passed, M failed".
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psycopg2
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLUSTER = os.path.join(HERE, "..", "..", "scripts", "pg_cluster.sh")
+
+
+def cluster(*args, env=None):
+    subprocess.run([CLUSTER] + [str(a) for a in args], check=True,
+                   env=dict(os.environ, **(env or {})), stdout=subprocess.DEVNULL)
+
+
+def connect(d, port):
+    c = psycopg2.connect(host=d, port=port, user="postgres", dbname="postgres")
+    c.autocommit = True
+    return c
+
+
+def q(c, sql, args=()):
+    with c.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchall() if cur.description else None
+
+
+def until(f, timeout=30):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if f():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def main():
+    base, pport, sport = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    a, b = os.path.join(base, "fo-a"), os.path.join(base, "fo-b")
+    checks = []
+    stopped = []
+    try:
+        cluster("start", a, pport, env={"PG_FSYNC": "on",
+                                         "PG_EXTRA_CONF": "synchronous_commit = remote_apply"})
+        cluster("standby", b, sport, a, pport,
+                env={"PG_FSYNC": "on", "PG_EXTRA_CONF": "synchronous_standby_names = ''"})
+        pa = connect(a, pport)
+        q(pa, "ALTER SYSTEM SET synchronous_standby_names = '*'")
+        q(pa, "SELECT pg_reload_conf()")
+        until(lambda: q(pa, "SELECT count(*) = 1 FROM pg_stat_replication"
+                            " WHERE sync_state = 'sync'")[0][0])
+        q(pa, "SELECT dlock_acquire('fo-warm')")   # the worker is up, tickets reserved
+        q(pa, "SELECT dlock_release('fo-warm')")
+        # a grant whose commit cannot reach the standby
+        walsender = q(pa, "SELECT pid FROM pg_stat_replication")[0][0]
+        os.kill(walsender, signal.SIGSTOP)
+        stopped.append(walsender)
+        result = {}
+        cb = connect(a, pport)
+        waiting_pid = q(cb, "SELECT pg_backend_pid()")[0][0]
+
+        def acquire():
+            try:
+                result["token"] = q(cb, "SELECT dlock_acquire('fo', ttl => '10 min',"
+                                        " owner => 'fo-key')")[0][0]
+            except psycopg2.Error as e:
+                result["error"] = str(e).strip().splitlines()[0]
+        t = threading.Thread(target=acquire)
+        t.start()
+        until(lambda: q(pa, "SELECT count(*) = 1 FROM pg_stat_activity"
+                            " WHERE backend_type = 'dlock lock manager'"
+                            " AND wait_event = 'SyncRep'")[0][0], timeout=10)
+        with open(os.path.join(a, "data", "postmaster.pid")) as f:
+            pm = int(f.readline())
+        # the waiting backend must not simply die before it looks at its
+        # answer: hold it until the worker has done whatever it does
+        worker = q(pa, "SELECT pid FROM pg_stat_activity"
+                       " WHERE backend_type = 'dlock lock manager'")[0][0]
+        os.kill(waiting_pid, signal.SIGSTOP)
+        stopped.append(waiting_pid)
+        os.kill(pm, signal.SIGKILL)
+        until(lambda: not alive(worker), timeout=10)
+        os.kill(waiting_pid, signal.SIGCONT)
+        stopped.remove(waiting_pid)
+        t.join(30)
+        os.kill(walsender, signal.SIGKILL)
+        stopped.remove(walsender)
+        until(lambda: not alive(pm))
+        cluster("promote", b)
+        pb = connect(b, sport)
+        until(lambda: q(pb, "SELECT count(*) = 1 FROM pg_stat_activity"
+                            " WHERE backend_type = 'dlock lock manager'")[0][0])
+        held = q(pb, "SELECT token FROM dlock.held WHERE owner = 'fo-key'")
+        tok = result.get("token")
+        checks.append(("the grant was not acknowledged, or the promoted standby holds it"
+                       " with its token",
+                       tok is None or held == [(tok,)],
+                       "acknowledged token %s, held on the standby: %s (%s)"
+                       % (tok, held, result.get("error"))))
+        checks.append(("the waiting call ended (with an error) when the primary died",
+                       "error" in result or tok is not None, str(result)))
+        pb.close()
+    finally:
+        for p in stopped:
+            os.kill(p, signal.SIGKILL)      # never leave a stopped process behind
+        for d in (a, b):
+            subprocess.run([CLUSTER, "stop", d], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    passed = failed = 0
+    for what, ok, detail in checks:
+        print("%s %s%s" % ("ok  " if ok else "FAIL", what, "" if ok else ": " + detail))
+        passed += ok
+        failed += not ok
+    print("failover: %d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 and checks else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
