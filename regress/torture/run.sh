@@ -36,8 +36,16 @@ done
 seed=()
 [ -n "${TORTURE_SEED:-}" ] && seed=(--seed "$TORTURE_SEED")
 
+rc=0
 cleanup() {
     for d in "$DIR/crash" "$DIR/ha-a" "$DIR/ha-b"; do "$ROOT/scripts/pg_cluster.sh" stop "$d"; done
+    if [ $rc -ne 0 ]; then   # keep the server logs of a failed run
+        keep=$(mktemp -d /tmp/dlock-torture-logs.XXXXXX)
+        for d in crash ha-a ha-b; do
+            [ -f "$DIR/$d/server.log" ] && cp "$DIR/$d/server.log" "$keep/$d.log"
+        done
+        echo "server logs kept in $keep"
+    fi
     rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -45,11 +53,10 @@ trap cleanup EXIT
 # a killed client that was waiting is noticed by its backend within 250 ms
 export PG_FSYNC=on
 CONF="client_connection_check_interval = '250ms'"
-rc=0
 
 if [ $crash -eq 1 ]; then
     PG_EXTRA_CONF=$CONF "$ROOT/scripts/pg_cluster.sh" start "$DIR/crash" "$PORT" ||
-        { echo "torture: 0 passed, 1 failed"; exit 1; }
+        { echo "torture: 0 passed, 1 failed"; rc=1; exit 1; }
     PGHOST=$DIR/crash PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres \
         /usr/bin/python3 "$HERE/fuzz.py" "$CALLS" || rc=1
     /usr/bin/python3 "$HERE/torture.py" --dir "$DIR/crash" --port "$PORT" --seconds "$SECONDS_" \
@@ -61,7 +68,7 @@ if [ $ha -eq 1 ]; then
     # the standby is built and made synchronous by torture.py
     PG_EXTRA_CONF="$CONF
 synchronous_commit = remote_apply" "$ROOT/scripts/pg_cluster.sh" start "$DIR/ha-a" "$PORT" ||
-        { echo "torture-ha: 0 passed, 1 failed"; exit 1; }
+        { echo "torture-ha: 0 passed, 1 failed"; rc=1; exit 1; }
     /usr/bin/python3 "$HERE/torture.py" --ha --dir "$DIR/ha-a" --port "$PORT" \
         --dir2 "$DIR/ha-b" --port2 "$PORT2" --seconds "$HA_SECONDS" --failovers "$FAILOVERS" \
         --clients "$CLIENTS" --procs "$PROCS" "${seed[@]}" || rc=1

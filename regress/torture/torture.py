@@ -53,6 +53,8 @@ script builds the standby in DIR2).  Prints a table and
 "torture: N passed, M failed" (or "torture-ha: ...").
 """
 import argparse
+import collections
+import datetime
 import json
 import os
 import random
@@ -92,6 +94,11 @@ WORKER_GRACE = 3.0
 # kill -9 of a client process: its backend must hold and wait for nothing
 # after this long (client_connection_check_interval + reap + slack).
 KILLED_CLIENT_LIMIT = 2.0
+# a try-acquire of the monitor slower than this is noted (diagnosis only)
+SLOW_PROBE = 0.3
+# a heartbeat of this process or a SELECT 1 to the server late by more than
+# this is a stall of the machine; blocking calls meanwhile get that much more
+STALL = 0.25
 CONFLICTS = {("exclusive", "exclusive"), ("exclusive", "shared"), ("shared", "exclusive")}
 
 
@@ -219,6 +226,9 @@ class LineRecorder:
     def count(self, key, n=1):
         self._emit("C", key, n)
 
+    def checked(self, what, n=1):
+        self._emit("K", what, n)
+
     def violation(self, category, text):
         self._emit("V", category, text)
 
@@ -249,6 +259,8 @@ def apply_line(rec, line):
         rec.blocking_call(item[1], item[2], item[3], item[4])
     elif kind == "A":
         rec.acked(item[1], item[2], None, "process", item[3])
+    elif kind == "K":
+        rec.checked(item[1], item[2])
 
 
 # ---------------------------------------------------------------------------
@@ -277,6 +289,9 @@ class Client:
         self.who = "client %s%d" % (kind, cid)
         self.conn = None
         self.conn_at = 0.0
+        self.op_name = None
+        self.op_started = 0.0
+        self.trace = collections.deque(maxlen=12)   # the last dlock calls, for a report
         self.last_ok_send = 0.0
         self.open = []            # grants held now
 
@@ -302,9 +317,16 @@ class Client:
 
     def q(self, sql, args=()):
         sent = mono()
-        with self.conn.cursor() as cur:
-            cur.execute(sql, args)
-            rows = cur.fetchall() if cur.description else None
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql, args)
+                rows = cur.fetchall() if cur.description else None
+        except psycopg2.Error as e:
+            if "dlock_" in sql:
+                self.trace.append("%.3f %s %r -> %s" % (sent, sql[7:40], args, e.pgcode))
+            raise
+        if "dlock_" in sql:
+            self.trace.append("%.3f %s %r -> %r" % (sent, sql[7:40], args, rows))
         self.last_ok_send = sent
         return rows
 
@@ -383,8 +405,9 @@ class Client:
                                                                    "lease" if leased else "session"))
                 else:
                     self.rec.violation("tokens backwards", "%s: token %d on %s is below %d of an"
-                                       " earlier holder" % (self.who, g.token, g.name, last))
-        hold = self.rng.choice([0, 0, 0.001, 0.003] if self.kind == "t" else [0.005, 0.02, 0.05])
+                                       " earlier holder; its last calls: %s"
+                                       % (self.who, g.token, g.name, last, " | ".join(self.trace)))
+        hold = self.rng.choice([0, 0, 0.001, 0.003] if self.kind == "t" else [0.01, 0.05, 0.1])
         if hold:
             time.sleep(hold)
 
@@ -485,6 +508,11 @@ class Client:
             except psycopg2.Error as e:
                 if e.pgcode != "DL001":
                     raise
+                # 0.5 s: the worker's batch clock may start before the request
+                if lease.e_lower - 0.5 > rsent:
+                    self.rec.violation("acknowledged leases lost", "%s: renew of %s (token %d)"
+                                       " says not held %.2f s before the lease can run out"
+                                       % (self.who, name, t, lease.e_lower - rsent))
                 self.rec.count("renew of a lost lease (DL001)")
         self.leave()
         if rng.random() < (0.6 if long else 0.2):
@@ -568,19 +596,22 @@ class Client:
     def one(self):
         op = self.rng.random()
         if self.kind == "p":     # client processes: hot names, blocking, held longer
-            return self.op_acquire() if op < 0.8 else self.op_multi()
-        if op < 0.32:
-            self.op_acquire()
+            f = self.op_acquire if op < 0.8 else self.op_multi
+        elif op < 0.32:
+            f = self.op_acquire
         elif op < 0.40:
-            self.op_path()
+            f = self.op_path
         elif op < 0.58:
-            self.op_try()
+            f = self.op_try
         elif op < 0.78:
-            self.op_lease()
+            f = self.op_lease
         elif op < 0.93:
-            self.op_multi()
+            f = self.op_multi
         else:
-            self.op_convert()
+            f = self.op_convert
+        self.op_name = f.__name__
+        self.op_started = mono()
+        f()
 
     # -- the loop -----------------------------------------------------------
 
@@ -593,7 +624,9 @@ class Client:
         elif code == "55000" and "not running" in str(e):
             self.rec.count("lock manager not running (55000)")
         else:
-            self.rec.violation("unexpected errors", "%s: %s %s" % (self.who, code, str(e).strip()))
+            self.rec.violation("unexpected errors", "%s in %s (started %.3f, connected %.3f, now"
+                               " %.3f): %s %s" % (self.who, self.op_name, self.op_started,
+                                                  self.conn_at, mono(), code, str(e).strip()))
         alive = self.conn is not None and not self.conn.closed
         if alive:
             try:
@@ -619,16 +652,40 @@ class Client:
             self.rec.violation("harness", "%s died: %r" % (self.who, e))
             raise
 
+    def check_nothing_held(self):
+        """Between operations the session holds and waits for nothing.  While
+        the worker restarts, the tables may still show what a request given
+        up meanwhile left (the next worker clears it): look again for a
+        while before calling it a leftover."""
+        end = mono() + 5
+        while True:
+            left = self.q(
+                "SELECT (SELECT string_agg(name || ' ' || mode || ' token ' || token, ', ')"
+                " FROM dlock.held WHERE owner IS NULL AND NOT implied"
+                " AND pid = pg_backend_pid() AND backend_start = s.backend_start),"
+                " (SELECT string_agg(name, ', ') FROM dlock.queue WHERE owner IS NULL"
+                " AND pid = pg_backend_pid() AND backend_start = s.backend_start)"
+                " FROM pg_stat_activity s WHERE s.pid = pg_backend_pid()")[0]
+            if not (left[0] or left[1]) or mono() > end:
+                break
+            time.sleep(0.1)
+        self.rec.checked("a session holds nothing between its operations")
+        if left[0] or left[1]:
+            self.rec.violation("grants nobody knows of", "%s holds %s and waits for %s between operations, which"
+                               " its client never learnt of; its last calls: %s"
+                               % (self.who, left[0], left[1], " | ".join(self.trace)))
+            self.q("SELECT dlock_release_all()")
+
     def run_ops(self):
         while mono() < self.deadline:
             if self.conn is None and not self.connect():
                 break
             try:
+                self.q("SET statement_timeout = 0")
+                self.check_nothing_held()
                 if self.kind == "t" and self.rng.random() < 0.05:
                     self.q("SET statement_timeout = %s", ("%dms" % self.rng.choice([20, 100]),))
                     self.rec.count("statement_timeout set")
-                else:
-                    self.q("SET statement_timeout = 0")
                 self.one()
                 self.rec.count("operations")
             except (psycopg2.Error, psycopg2.InterfaceError) as e:
@@ -761,6 +818,10 @@ class Run:
         self.failover_times = []
         self.reap = 0.1
         self.lease_overstay = 0.0
+        self.slow_probes = []       # (time, seconds) of slow try-acquires by the monitor
+        self.events = []            # (time, kind) of the heavy faults
+        self.stalls = []            # (start, end) when this process or the server did not run
+        self.recovery_list = []     # and how long each took
         self.log_dirs = [d for d, _ in self.nodes]
 
     # -- set-up -------------------------------------------------------------
@@ -873,9 +934,13 @@ class Run:
                                % ("waiting" if waiting else "random"))
         elif k < 0.94 and self.args.procs > 0:
             holding = k < 0.73
-            r = self.client_backends("p", "EXISTS (SELECT 1 FROM dlock.locks l WHERE l.pid = a.pid"
-                                     " AND l.backend_start = a.backend_start AND %sl.granted)"
-                                     % ("" if holding else "NOT "))
+            for _ in range(20):      # client processes mostly wait: look a while
+                r = self.client_backends("p", "EXISTS (SELECT 1 FROM dlock.locks l"
+                                         " WHERE l.pid = a.pid AND l.backend_start = a.backend_start"
+                                         " AND %sl.granted)" % ("" if holding else "NOT "))
+                if r:
+                    break
+                time.sleep(0.05)
             if r:
                 cid = int(r[0][0][len("torture-p"):])
                 with self.proc_lock:
@@ -922,6 +987,18 @@ class Run:
         """A crash, restart or failover; then the checks that follow one."""
         now = mono()
         leases = self.rec.lease_snapshot(now)
+        # the server's own view of them just before the fault
+        snap = self.admin.q("SELECT now(), owner, token, expires_at FROM dlock.held"
+                            " WHERE owner = ANY(%s)", ([x.key for x in leases],))
+        t_snap = mono()
+        before = {k: (t, e) for _, k, t, e in snap}
+        snap_now = snap[0][0] if snap else None
+        for x in leases:
+            # acknowledged, never released, and its lease runs for a while yet
+            # (0.5 s: the worker's batch clock may start before the request)
+            if x.key not in before and x.e_lower - 0.5 > t_snap and not x.release_sent:
+                self.rec.violation("acknowledged leases lost", "before %s: lease %s on %s"
+                                   " (token %d) is not held" % (kind, x.key, x.name, x.token))
         old = self.worker_pid()
         with self.rec.lock:
             self.rec.first_grant_after = None
@@ -941,12 +1018,14 @@ class Run:
         elif kind == "failover: kill -9 of the primary, promote the standby":
             self.failover()
         self.rec.fault(kind)
+        self.events.append((t0, kind))
         ok = self.wait_worker(old, 60)
         t1 = mono()
         self.windows.append((t0, t1))
         self.recovery.setdefault(kind, []).append(t1 - t0)
+        self.recovery_list.append(t1 - t0)
         if ok:
-            self.check_after_restart(kind, leases, t0)
+            self.check_after_restart(kind, leases, before, snap_now, t0 - t_snap)
         if kind.startswith("failover"):
             # the failover time: kill to the first successful acquire of a client
             end = mono() + 10
@@ -979,22 +1058,27 @@ class Run:
         cluster("promote", self.standby_node()[0])
         self.primary = 1 - self.primary
 
-    def check_after_restart(self, kind, leases, t_fault):
-        """Acknowledged leases are back with their tokens; no dead session holds."""
+    def check_after_restart(self, kind, leases, before, snap_now, to_fault):
+        """Every lease held (by the server's view) and unexpired when the fault
+        struck is held again with its token: the restart grace covers the
+        leases that ran out meanwhile.  No grant of a dead session is left."""
         r = self.admin.q("SELECT now(), backend_start FROM pg_stat_activity"
                          " WHERE backend_type = 'dlock lock manager'")
+        srv_now = r[0][0] if r else None
         within_grace = r and (r[0][0] - r[0][1]).total_seconds() < self.grace - 0.5
-        t_q = mono()
         rows = self.admin.q("SELECT owner, name, token, expires_at FROM dlock.held"
                             " WHERE owner = ANY(%s)", ([x.key for x in leases],))
         held = {k: (n, t) for k, n, t, _ in rows}
         expiry = {k: e for k, _, _, e in rows}
+        fault_at = snap_now + datetime.timedelta(seconds=to_fault + 0.1) if snap_now else None
         n = 0
         for x in leases:
-            if x.release_sent:
+            if x.release_sent or x.key not in before:
                 continue
-            # alive at the fault: the restart grace keeps it; else alive now
-            if not (x.e_lower > t_fault + 0.05 if within_grace else x.e_lower > t_q + 0.05):
+            token, expires = before[x.key]
+            # unexpired at the fault: the restart grace keeps it; else unexpired now
+            if not (expires > fault_at if within_grace else
+                    srv_now is not None and expires > srv_now + datetime.timedelta(seconds=0.1)):
                 continue
             n += 1
             if held.get(x.key) != (x.name, x.token):
@@ -1044,6 +1128,34 @@ class Run:
                 self.rec.violation("harness", "fault injection failed: %s" % e)
             time.sleep(rng.uniform(0.2, 0.6))
 
+    # -- stalls of the machine ----------------------------------------------------
+
+    def heartbeat(self):
+        """When this process was not scheduled (its own calls then look slow)."""
+        last = mono()
+        while not self.stop.is_set():
+            time.sleep(0.05)
+            now = mono()
+            if now - last > STALL:
+                self.stalls.append((last, now))
+            last = now
+
+    def server_probe(self):
+        """When the server did not answer a trivial query (no dlock involved),
+        e.g. the machine stalled: calls made meanwhile may be late by as much."""
+        c = Admin(self.dsn)
+        while not self.stop.is_set():
+            t = mono()
+            try:
+                c.q("SELECT 1", timeout=1)
+            except psycopg2.Error:
+                pass               # down (a restart is an outage of its own)
+            else:
+                if mono() - t > STALL:
+                    self.stalls.append((t, mono()))
+            time.sleep(0.1)
+        c.close()
+
     # -- the monitor ------------------------------------------------------------
 
     def monitor(self):
@@ -1069,6 +1181,12 @@ class Run:
                 for name, what in r:
                     self.rec.violation("exclusion", "dlock.held has conflicting holders of %s: %s"
                                        % (name, what))
+                # how long the lock manager takes to answer, for the diagnosis
+                t = mono()
+                if mon.q("SELECT dlock_try_acquire(%s)", (PROBE + "/mon",), timeout=5)[0][0]:
+                    mon.q("SELECT dlock_release(%s)", (PROBE + "/mon",), timeout=5)
+                if mono() - t > SLOW_PROBE:
+                    self.slow_probes.append((t, mono() - t))
                 o = mon.q("SELECT extract(epoch FROM max(now() - expires_at)) FROM dlock.held",
                           timeout=5)[0][0]
                 if o is not None:
@@ -1132,13 +1250,22 @@ class Run:
             for ws, we in self.windows:
                 if ws < end and we > send:
                     allowed += (we - ws) + WORKER_GRACE
+            for ws, we in self.stalls:
+                if ws < end and we > send:
+                    allowed += min(we, end) - max(ws, send)
             over = (end - send) - timeout
             worst = max(worst, over)
             if end - send > allowed:
                 late += 1
                 if late <= 10:
-                    self.rec.violation("late calls", "a call with timeout %.2f s took %.2f s (%s)"
-                                       % (timeout, end - send, outcome))
+                    since = [send - we for ws, we in self.windows if we <= send]
+                    slow = [lat for t, lat in self.slow_probes if send - 1 <= t <= end + 1]
+                    self.rec.violation("late calls", "a call with timeout %.2f s took %.2f s (%s),"
+                                       " sent at +%.1f s, %s after the last outage; slowest"
+                                       " worker probe around then %s" % (
+                                           timeout, end - send, outcome, send - self.started,
+                                           "%.1f s" % min(since) if since else "none",
+                                           "%.2f s" % max(slow) if slow else "< %.1f s" % SLOW_PROBE))
         if late > 10:
             self.rec.violation("late calls", "... %d late calls in all" % late)
         self.rec.checked("blocking calls ended within timeout + reap interval + slack",
@@ -1219,7 +1346,7 @@ class Run:
     def run(self):
         a = self.args
         self.setup()
-        started = mono()
+        started = self.started = mono()
         self.deadline = started + a.seconds
         clients = [Client(i, self.rec, self.dsn, self.deadline, a.seed * 1000 + i)
                    for i in range(a.clients)]
@@ -1230,6 +1357,8 @@ class Run:
             self.spawn(a.clients + i)
         mon = threading.Thread(target=self.monitor, daemon=True)
         mon.start()
+        for f in (self.heartbeat, self.server_probe):
+            threading.Thread(target=f, daemon=True).start()
         f = threading.Thread(target=self.faults, daemon=True)
         f.start()
         for i, t in enumerate(threads):
@@ -1270,12 +1399,24 @@ class Run:
             print("%-58s %10d" % (k, rec.faults[k]))
         for k, v in sorted(self.recovery.items()):
             print("recovery after %s: max %.2f s, mean %.2f s" % (k, max(v), sum(v) / len(v)))
+        print("heavy faults (monotonic clock, the run started at %.3f): %s" % (
+            self.started, ", ".join("%.3f %s (%.2f s)" % (t, k.split(":")[0], r)
+                                    for (t, k), r in zip(self.events, self.recovery_list))))
         if a.ha:
             ft = ", ".join("%.2f s" % x for x in self.failover_times) or "none measured"
             print("failover time, kill -9 of the primary to the first successful acquire: %s" % ft)
         print("largest lease overstay while running (not asserted): %.3f s; after quiescence: %.3f s"
               % (self.lease_overstay, self.quiet_overstay))
         print("largest overrun of a blocking call past its timeout: %.3f s" % self.worst_overrun)
+        if self.stalls:
+            print("the machine stalled %d times (this process or a SELECT 1 late by more than"
+                  " %.2f s), longest %.2f s" % (len(self.stalls), STALL,
+                                                max(e - s for s, e in self.stalls)))
+        if self.slow_probes:
+            print("the lock manager answered a try-acquire in more than %.1f s %d times (slowest"
+                  " %.2f s at +%.0f s)" % (SLOW_PROBE, len(self.slow_probes),
+                                           max(x[1] for x in self.slow_probes),
+                                           max(self.slow_probes, key=lambda x: x[1])[0] - self.started))
         print("%-70s %8s" % ("invariants checked", "times"))
         for k in sorted(rec.checks):
             print("%-70s %8d" % (k, rec.checks[k]))
@@ -1285,7 +1426,7 @@ class Run:
             passed += ok
             failed += not ok
         categories = ["exclusion", "tokens backwards", "acknowledged leases lost", "late calls",
-                      "unexpected errors", "invariants", "harness"]
+                      "grants nobody knows of", "unexpected errors", "invariants", "harness"]
         for c in categories:
             v = rec.violations.get(c, [])
             for t in v[:10]:
