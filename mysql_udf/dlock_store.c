@@ -85,7 +85,7 @@ static const char *const Q[NQ] = {
 	[Q_RENEW] =
 	"CALL dlock.step_renew(?, ?, ?)",
 	[Q_RELEASE_ALL] =
-	"CALL dlock.step_release_all(?, ?, ?)",
+	"CALL dlock.step_release_all(?, ?, ?, ?, ?)",
 	[Q_REAP] =
 	"CALL dlock.step_reap(?, ?, ?, ?)",
 	[Q_NAMES_OF_HOLDER] =
@@ -114,11 +114,12 @@ static const char *const Q[NQ] = {
 /*
  * Steps whose last two parameters are (p_req, p_retry): the request id of
  * the call and whether this is a repeat after a lost connection.  Only
- * these change state in a way a blind repeat would do twice; the others
- * (renew, release-all, reaper steps, scans) can simply run again.
+ * these change state in a way a blind repeat would do twice (or count
+ * wrong); the others (renew, reaper steps, scans) can simply run again.
  */
 static const bool has_req[NQ] = {
 	[Q_ACQUIRE] = true, [Q_RELEASE] = true, [Q_STATUS] = true,
+	[Q_RELEASE_ALL] = true,
 };
 
 /* ------------------------------------------------------------------------
@@ -1234,27 +1235,32 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 		step_free(&s);
 	}
 
-	/*
-	 * Killed just as the grant arrived: the server will answer with an
-	 * error, so the caller never learns the token; give the grant back.
-	 */
-	if (rc == 0 && *token != 0 && who->killed && who->killed(who->killed_arg))
-	{
-		Step		s;
-
-		if (status(req, holder, hlen, (unsigned long long) *token, 1, 1, &s, err) != 0)
-			rc = -1;
-		else
-			step_free(&s);
-		*token = 0;
-	}
-
 out:
 	step_free(&a);
 	if (!try_only)
 		reg_remove(&w);
 	pthread_cond_destroy(&w.cond);
 	return rc;
+}
+
+/*
+ * dls_give_back
+ *		Undo one grant of token that the caller will never learn of (its
+ *		statement was killed as the grant arrived): one level of a re-entrant
+ *		hold, or the whole grant, handed on to the next in line.
+ */
+int
+dls_give_back(const DlockCaller *who, const DlockReq *req, long long token,
+			  DlockErr *err)
+{
+	char		holder[HOLDER_BUF];
+	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
+	Step		s;
+
+	if (status(req, holder, hlen, (unsigned long long) token, 1, 1, &s, err) != 0)
+		return -1;
+	step_free(&s);
+	return 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -1365,7 +1371,7 @@ dls_release_all(const DlockCaller *who, const DlockReq *req, long long *count,
 
 		if (STEP(req->fn, it->name, it->name_len, Q_RELEASE_ALL, &s, err,
 				 PS(it->name, it->name_len), PS(holder, hlen),
-				 PI(packed_conflicts)) != 0)
+				 PI(packed_conflicts), PI(new_req()), PI(0)) != 0)
 			goto out;
 		*count += s.count;
 		step_free(&s);

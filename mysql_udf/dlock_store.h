@@ -78,6 +78,10 @@ extern int	dls_init(const char *self_socket, unsigned int self_port,
 extern int	dls_acquire(const DlockCaller *who, const DlockReq *req,
 						int try_only, long long *token, DlockErr *err);
 
+/* Give back a grant the caller will never learn of (its statement killed). */
+extern int	dls_give_back(const DlockCaller *who, const DlockReq *req,
+						  long long token, DlockErr *err);
+
 /* Release one level; *released = 1 or 0 (with a warning in err). */
 extern int	dls_release(const DlockCaller *who, const DlockReq *req,
 						int *released, DlockErr *err);

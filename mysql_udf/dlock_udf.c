@@ -433,10 +433,26 @@ acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
 		report_failure(&err, error, is_null);
 		return 0;
 	}
+
+	/*
+	 * Killed while the grant was made: the server answers the statement
+	 * with an error, so the caller would never learn the token - give the
+	 * grant back, as late as possible.  (A kill that lands after this check
+	 * can still cost the caller a grant it does not see: see the README.)
+	 */
+	if (token != 0 && caller_killed(NULL))
+	{
+		if (dls_give_back(&who, &req, token, &err) != 0)
+		{
+			report_failure(&err, error, is_null);
+			return 0;
+		}
+		token = 0;
+	}
 	if (token == 0)
 	{
 		*is_null = 1;
-		if (!try_only && caller_killed(NULL))
+		if (caller_killed(NULL))
 		{
 			/* the server does not report a kill that a UDF survived */
 			DlockErr	e = {DLOCK_ER_INTERRUPTED, 0, ""};
