@@ -2239,8 +2239,13 @@ run_batch(void)
 	isolated_slot = -1;
 	batch_begin();
 	MemoryContextSwitchTo(batch_cxt);
-	now = GetCurrentTimestamp();
 	collect(&ended, &withdrawn, &fresh);
+	/*
+	 * The batch's clock, read after its requests are taken: a grant or
+	 * renewal must not date from before its request arrived (a lease would
+	 * end sooner than ttl after the client asked).
+	 */
+	now = GetCurrentTimestamp();
 	if (ended == NIL && withdrawn == NIL && fresh == NIL && !lease_due(now) &&
 		deferred_batches == 0)
 	{
