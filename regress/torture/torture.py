@@ -143,10 +143,10 @@ class Recorder:
         with self.lock:
             self.violations.setdefault(category, []).append(text)
 
-    def interval(self, name, exclusive, start, end):
+    def interval(self, name, exclusive, start, end, what=""):
         if end > start:
             with self.lock:
-                self.intervals.append((name, exclusive, start, end))
+                self.intervals.append((name, exclusive, start, end, what))
 
     def blocking_call(self, timeout, send, end, outcome):
         with self.lock:
@@ -232,9 +232,9 @@ class LineRecorder:
     def violation(self, category, text):
         self._emit("V", category, text)
 
-    def interval(self, name, exclusive, start, end):
+    def interval(self, name, exclusive, start, end, what=""):
         if end > start:
-            self._emit("I", name, exclusive, start, end)
+            self._emit("I", name, exclusive, start, end, what)
 
     def blocking_call(self, timeout, send, end, outcome):
         self._emit("B", timeout, send, end, outcome)
@@ -254,7 +254,7 @@ def apply_line(rec, line):
     elif kind == "V":
         rec.violation(item[1], item[2])
     elif kind == "I":
-        rec.interval(item[1], item[2], item[3], item[4])
+        rec.interval(item[1], item[2], item[3], item[4], item[5])
     elif kind == "B":
         rec.blocking_call(item[1], item[2], item[3], item[4])
     elif kind == "A":
@@ -357,7 +357,10 @@ class Client:
             end = g.lease.e_lower if release_send is None else min(g.lease.e_lower, release_send)
         else:
             end = release_send if release_send is not None else self.last_ok_send
-        self.rec.interval(g.name, g.mode == "exclusive", g.ack, end)
+        self.rec.interval(g.name, g.mode == "exclusive", g.ack, end, "%s token %d %s, end: %s" % (
+            self.who, g.token, "lease" if g.lease else "session",
+            "lease expiry" if g.lease is not None and end == g.lease.e_lower else
+            "release" if release_send is not None else "last statement"))
         if g in self.open:
             self.open.remove(g)
 
@@ -1217,29 +1220,30 @@ class Run:
         name, or on a path and a name below it ('self' on the name, 'below'
         on each ancestor; two 'below' never conflict)."""
         by_key = {}
-        for name, excl, start, end in self.rec.intervals:
-            by_key.setdefault(name, []).append((start, end, excl, True))
+        for name, excl, start, end, what in self.rec.intervals:
+            by_key.setdefault(name, []).append((start, end, excl, True, what))
             if name.startswith("/"):
                 parts = name.split("/")
                 for i in range(2, len(parts)):
-                    by_key.setdefault("/".join(parts[:i]), []).append((start, end, excl, False))
+                    by_key.setdefault("/".join(parts[:i]), []).append(
+                        (start, end, excl, False, "%s on %s" % (what, name)))
         n = 0
         for key, ivs in by_key.items():
-            ivs.sort()
-            last = {}           # (self?, exclusive?) -> latest end so far
-            for start, end, excl, own in ivs:
+            ivs.sort(key=lambda x: x[0])
+            last = {}           # (self?, exclusive?) -> (latest end so far, its grant)
+            for start, end, excl, own, what in ivs:
                 n += own
-                for (o_own, o_excl), o_end in last.items():
+                for (o_own, o_excl), (o_end, o_what) in last.items():
                     if (own or o_own) and (excl or o_excl) and o_end > start:
-                        self.rec.violation("exclusion", "%s: a %s grant%s held from %.3f overlaps"
-                                           " a %s one%s held until %.3f" % (
+                        self.rec.violation("exclusion", "%s: a %s grant%s held from %.3f (%s)"
+                                           " overlaps a %s one%s held until %.3f (%s)" % (
                                                key, "exclusive" if excl else "shared",
-                                               "" if own else " below", start,
+                                               "" if own else " below", start, what,
                                                "exclusive" if o_excl else "shared",
-                                               "" if o_own else " below", o_end))
+                                               "" if o_own else " below", o_end, o_what))
                 k = (own, excl)
-                if end > last.get(k, float("-inf")):
-                    last[k] = end
+                if end > last.get(k, (float("-inf"),))[0]:
+                    last[k] = (end, what)
         self.rec.checked("grant intervals without overlap", n)
 
     def check_blocking(self):
@@ -1495,7 +1499,7 @@ def selftest():
     failed = 0
     for what, ivs, want in cases:
         f = Fake()
-        f.rec.intervals = list(ivs)
+        f.rec.intervals = [iv + ("",) for iv in ivs]
         f.check_intervals()
         got = len(f.rec.violations.get("exclusion", []))
         if (got > 0) != (want > 0):
