@@ -86,6 +86,7 @@ class Client:
         self.conn = None
         self.other = None    # a second connection, for owner keys
         self.holding = set()  # names this session believes it holds
+        self.trail = []       # the last statements, for reports
 
     def emit(self, **kw):
         self.log.write(json.dumps(kw) + "\n")
@@ -98,6 +99,8 @@ class Client:
 
     def q(self, sql, args=()):
         cur = self.conn.cursor()
+        self.trail.append("%.3f %s %r" % (time.time() % 1000, sql[:40], args[:2]))
+        del self.trail[:-8]
         try:
             cur.execute(sql, args)
             return cur.fetchall()
@@ -285,14 +288,16 @@ class Client:
         the error handler's dlock_release_all() gives it back."""
         try:
             self.q("SET max_statement_time = 0")
-            held = set(r[0].decode() for r in self.q(
-                "SELECT name FROM dlock.held WHERE owner IS NULL AND conn_id = CONNECTION_ID()"))
+            rows = self.q("SELECT name, token, `count`, granted_at FROM dlock.held"
+                          " WHERE owner IS NULL AND conn_id = CONNECTION_ID()")
         except MySQLdb.Error:
             return
-        for name in held - self.holding:
+        held = dict((r[0].decode(), r[1:]) for r in rows)
+        for name in set(held) - self.holding:
             if text.startswith("dlock_"):
-                self.violation("a killed call left client %d holding %s: %s"
-                               % (self.slot, name, text))
+                self.violation("a killed call left client %d holding %s (token, count,"
+                               " granted: %s): %s; last statements %s"
+                               % (self.slot, name, held[name], text, self.trail[-4:]))
             else:
                 self.count("grant kept after a kill the server reported late")
 

@@ -19,9 +19,7 @@ CREATE DATABASE IF NOT EXISTS dlock CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
 -- first, so decisions on one name are serialised.
 CREATE TABLE IF NOT EXISTS dlock.names (
     name          VARBINARY(1024)  NOT NULL PRIMARY KEY,
-    version       BIGINT UNSIGNED  NOT NULL DEFAULT 0,
-    req           BIGINT           NULL,       -- the last release-all step on the name
-    req_count     INT              NULL        -- and what it ended
+    version       BIGINT UNSIGNED  NOT NULL DEFAULT 0
 ) ENGINE=InnoDB;
 
 -- Waiters: one row per queued request.  The ticket (from dlock.tickets) is
@@ -84,8 +82,15 @@ DEALLOCATE PREPARE dlock_stmt;
 -- was lost without doing it twice: the repeat finds the request's mark.
 ALTER TABLE dlock.queue ADD COLUMN IF NOT EXISTS req BIGINT NULL;
 ALTER TABLE dlock.held ADD COLUMN IF NOT EXISTS req BIGINT NULL;
-ALTER TABLE dlock.names ADD COLUMN IF NOT EXISTS req BIGINT NULL,
-                        ADD COLUMN IF NOT EXISTS req_count INT NULL;
+
+-- Release-all steps that ended something, by request id, for a minute: a
+-- repeat of one after a lost connection answers the same count.
+CREATE TABLE IF NOT EXISTS dlock.done (
+    req           BIGINT           NOT NULL PRIMARY KEY,
+    `count`       INT              NOT NULL,
+    done_at       TIMESTAMP(6)     NOT NULL,
+    KEY done_at (done_at)
+) ENGINE=InnoDB;
 
 -- Tickets: one counter for every request of every name, so the tickets of
 -- a name grow in the order its requests are decided (they are taken while
@@ -477,8 +482,8 @@ BEGIN
 END//
 
 -- Release every live hold and withdraw every request of the holder on one
--- name; count = how many.  What it ended is marked on the name's row, so a
--- repeat after a lost connection answers the same count.
+-- name; count = how many.  What it ended is kept in dlock.done, so a repeat
+-- after a lost connection answers the same count.
 CREATE OR REPLACE PROCEDURE dlock.step_release_all(
     IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
     IN p_conflicts BIGINT UNSIGNED, IN p_req BIGINT, IN p_retry TINYINT)
@@ -490,17 +495,18 @@ step: BEGIN
     DECLARE v_next BIGINT;
     DECLARE v_granted TEXT DEFAULT '';
     DECLARE v_withdrawn TEXT;
-    DECLARE v_req BIGINT;
 
     START TRANSACTION;
-    SELECT MAX(version), MAX(req), MAX(req_count) INTO v_version, v_req, v_held
-      FROM dlock.names WHERE name = p_name FOR UPDATE;
-    IF p_retry AND v_req <=> p_req THEN
-        COMMIT;
-        SELECT 1, NULL, NULL, 0, NULL, v_held, '', '', NULL;
-        LEAVE step;
+    SET v_version = (SELECT version FROM dlock.names WHERE name = p_name FOR UPDATE);
+    IF p_retry THEN
+        SET v_held = (SELECT `count` FROM dlock.done WHERE req = p_req);
+        IF v_held IS NOT NULL THEN
+            COMMIT;
+            SELECT 1, NULL, NULL, 0, NULL, v_held, '', '', NULL;
+            LEAVE step;
+        END IF;
+        SET v_held = 0;
     END IF;
-    SET v_held = 0;
     IF v_version IS NULL THEN
         INSERT INTO dlock.names (name) VALUES (p_name)
             ON DUPLICATE KEY UPDATE version = version + 1;
@@ -519,8 +525,7 @@ step: BEGIN
     IF v_held + v_queued > 0 THEN
         DELETE FROM dlock.queue WHERE name = p_name AND holder = p_holder;
         CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
-        UPDATE dlock.names SET req = p_req, req_count = v_held + v_queued
-         WHERE name = p_name;
+        INSERT INTO dlock.done VALUES (p_req, v_held + v_queued, v_now);
     END IF;
     COMMIT;
     SELECT 1, NULL, NULL, 0, NULL, v_held + v_queued, v_granted,
@@ -568,7 +573,8 @@ END//
 -- The reaper's cleanup: names rows without holders or waiters are only
 -- mutexes; drop up to p_limit of them.  Each is locked first (skipping
 -- rows a step holds), then found idle, then deleted: the same order as a
--- step's, so the two never deadlock.
+-- step's, so the two never deadlock.  Also forgets release-all results
+-- older than a minute.
 CREATE OR REPLACE PROCEDURE dlock.step_forget_idle(IN p_limit INT)
     SQL SECURITY INVOKER MODIFIES SQL DATA
 BEGIN
@@ -604,6 +610,7 @@ BEGIN
         END IF;
     END LOOP;
     COMMIT;
+    DELETE FROM dlock.done WHERE done_at < NOW(6) - INTERVAL 1 MINUTE;
     SELECT 1, NULL, NULL, 0, NULL, v_count, '', '', NULL;
 END//
 
