@@ -5,49 +5,58 @@ invariants after quiescence.
 
 Clients.  CLIENTS threads and PROCS separate client processes (so that a
 client can die with kill -9, not just its backend) loop over random
-operations on 3 hot and 400 cold names: blocking acquires with timeouts,
-try-acquires, shared and exclusive, re-entrant acquires, owner-keyed leases
-renewed or left to expire, multi-lock, up-conversions.  They reconnect after
-any lost connection and carry on, across restarts and failovers.
+operations on hot, cold, lease and path names: blocking acquires with
+timeouts, try-acquires, shared and exclusive, re-entrant acquires,
+owner-keyed leases renewed, left to expire or outlived by a stalled holder,
+multi-lock, up-conversions, hierarchical paths, some under a short
+statement_timeout.  They reconnect after any lost connection and carry on,
+across restarts and failovers.
 
 Guarded resources, entered inside every grant:
   * torture_active: one row per client inside a lock, with its token; a
-    conflicting row whose token is still in dlock.held while ours is too is
-    an exclusion violation;
+    conflicting row (same name, or a path above or below) whose token is
+    still in dlock.held while ours is too is an exclusion violation;
   * torture_guard: the last exclusive token per name, written only upwards
-    (UPDATE ... WHERE last_token < token).  A session-owned holder that
-    cannot write is a violation (overtaken by a newer token); a lease holder
-    that cannot and whose lease is gone from dlock.held lost it
-    legitimately (counted, not a violation).
-Besides, every grant's certainly-held interval (from the answer to the
+    (UPDATE ... WHERE last_token < token; a path writes its whole subtree).
+    A holder that cannot write while the writer of the larger token still
+    holds is an exclusion violation, one whose larger token came from an
+    earlier holder saw tokens go backwards; a lease holder whose lease is
+    gone from dlock.held lost it legitimately (counted, not a violation).
+Besides: every grant's certainly-held interval (from the answer to the
 send of the release, of the last statement that succeeded on its session,
-or to the earliest possible lease expiry) is recorded; two conflicting
-intervals of one name that overlap are an exclusion violation.  Every fresh
-token must exceed every token acknowledged for that name (and for any
-name: one ticket counter) before its request was sent.
+or to the earliest possible lease expiry) is recorded, and two conflicting
+intervals that overlap are an exclusion violation; every fresh token must
+exceed every token acknowledged for that name (and for any name: one
+counter) before its request was sent; a session must hold and wait for
+nothing between its operations; a renew must not say "not held" while the
+lease must still run.
 
 Faults.  Light ones every 0.2-0.6 s: pg_cancel_backend of a waiting
-backend, pg_terminate_backend of a client backend and of the dlock worker,
-kill -9 of a client process while it holds and while it waits (its backend
-must then let go within KILLED_CLIENT_LIMIT s), statement_timeout set by
-the clients themselves.  Heavy ones every HEAVY_EVERY s: SIGKILL of the
-dlock worker and of a client backend (PostgreSQL restarts every backend),
-pg_ctl restart -m immediate; with --ha instead kill -9 of the primary's
-postmaster and pg_ctl promote of its synchronous standby (remote_apply);
-the old primary is rebuilt as the new standby for the next failover.
-After each heavy fault: every lease acknowledged before it and still
-unexpired at the fault is held again with its token (dlock.restart_grace
-covers the downtime), no grant of a dead session survives, and the failover
-time (kill to the first successful acquire) is measured.
+backend, pg_terminate_backend of a waiting or random client backend and of
+the dlock worker, kill -9 of a client process while it holds and while it
+waits (its backend must then let go within KILLED_CLIENT_LIMIT s).  Heavy
+ones every HEAVY_EVERY s: SIGKILL of the dlock worker and of a client
+backend (PostgreSQL restarts every backend), pg_ctl restart -m immediate;
+with --ha instead kill -9 of the primary's postmaster and pg_ctl promote of
+its synchronous standby (remote_apply); the old primary is rebuilt as the
+new standby for the next failover.  After each heavy fault: every lease the
+server held unexpired just before it is held again with its token and
+renewal (dlock.restart_grace covers the downtime), no grant of a dead
+session is left, and the failover time (kill to the first grant on a
+connection made after it) is measured.
 
-Invariants after quiescence: no queue rows, no grants to dead sessions, no
-lease past its expiry plus one reap interval, every name free again in the
-lock manager's picture, every blocking call ended with a grant, a timeout
-NULL or an error within its timeout plus one reap interval plus SLACK
-(plus the outage, when a restart fell inside the call).
+Invariants after quiescence: no queue rows, no session-owned grants and
+none to dead sessions, no lease past its expiry plus one reap interval,
+every lease gone, every name free in the lock manager's picture, the ticket
+counter above every acknowledged token, no crash the harness did not cause
+in the server logs; every blocking call ended with a grant, a timeout NULL
+or an error within its timeout + reap interval + SLACK, plus the outage when
+a restart fell inside the call, plus any measured stall of the machine.
 
 Usage: torture.py --dir DIR --port PORT [--seconds S] [--clients N]
-                  [--procs P] [--ha --dir2 DIR2 --port2 PORT2] [--quick]
+                  [--procs P] [--heavy-every S] [--seed N]
+                  [--ha --dir2 DIR2 --port2 PORT2 --failovers K]
+       torture.py --self-test   (the checks catch what they should)
 The cluster in DIR must be running (run.sh starts it; with --ha this
 script builds the standby in DIR2).  Prints a table and
 "torture: N passed, M failed" (or "torture-ha: ...").
@@ -344,7 +353,7 @@ class Client:
 
     # -- grants -----------------------------------------------------------
 
-    def granted(self, name, mode, token, sent, floors, lease=None):
+    def granted(self, name, mode, token, floors, lease=None):
         ack = mono()
         self.rec.acked(name, token, floors, self.who, self.conn_at)
         g = Grant(name, mode, token, ack, lease)
@@ -451,7 +460,7 @@ class Client:
             self.rec.count("acquire timed out")
             return
         self.rec.count("acquire granted")
-        g = self.granted(name, mode, t, sent, floors)
+        g = self.granted(name, mode, t, floors)
         self.enter(g)
         if rng.random() < 0.2:  # re-entrant: the same token, counted
             t2 = self.q("SELECT dlock_acquire(%s, %s)", (name, mode))[0][0]
@@ -468,13 +477,12 @@ class Client:
     def op_try(self):
         name, mode = self.pick()
         floors = self.rec.floors(name)
-        sent = mono()
         t = self.q("SELECT dlock_try_acquire(%s, %s)", (name, mode))[0][0]
         if t is None:
             self.rec.count("try refused")
             return
         self.rec.count("try granted")
-        g = self.granted(name, mode, t, sent, floors)
+        g = self.granted(name, mode, t, floors)
         self.enter(g)
         self.leave()
         self.release(g)
@@ -495,7 +503,7 @@ class Client:
             return
         self.rec.count("lease granted")
         lease = self.rec.lease_acked(key, name, t, sent + ttl)
-        g = self.granted(name, mode, t, sent, floors, lease)
+        g = self.granted(name, mode, t, floors, lease)
         if not long and rng.random() < 0.05:
             # a holder that stalls past its lease (a long GC pause): the lock
             # moves on, and the fence must keep this holder's writes out
@@ -511,11 +519,14 @@ class Client:
             except psycopg2.Error as e:
                 if e.pgcode != "DL001":
                     raise
-                # 0.5 s: the worker's batch clock may start before the request
-                if lease.e_lower - 0.5 > rsent:
+                # a lease runs at least ttl from its request's send
+                answered = mono()
+                if lease.e_lower > answered:
                     self.rec.violation("acknowledged leases lost", "%s: renew of %s (token %d)"
-                                       " says not held %.2f s before the lease can run out"
-                                       % (self.who, name, t, lease.e_lower - rsent))
+                                       " says not held %.2f s before the lease can run out;"
+                                       " its last calls: %s"
+                                       % (self.who, name, t, lease.e_lower - answered,
+                                          " | ".join(self.trace)))
                 self.rec.count("renew of a lost lease (DL001)")
         self.leave()
         if rng.random() < (0.6 if long else 0.2):
@@ -533,7 +544,7 @@ class Client:
             self.rec.count("multi timed out")
             return
         self.rec.count("multi granted")
-        grants = [self.granted(n, "exclusive", t, sent, f) for n, t, f in zip(names, r, floors)]
+        grants = [self.granted(n, "exclusive", t, f) for n, t, f in zip(names, r, floors)]
         for g in grants:
             self.enter(g)
             self.leave()
@@ -551,7 +562,7 @@ class Client:
         if t is None:
             self.rec.count("convert: shared acquire timed out")
             return
-        g = self.granted(name, "shared", t, sent, floors)
+        g = self.granted(name, "shared", t, floors)
         self.enter(g)
         self.leave()
         floors = self.rec.floors(name)
@@ -573,7 +584,7 @@ class Client:
             self.rec.violation("tokens backwards", "%s: up-conversion of %s gave token %d, not"
                                " above its shared token %d" % (self.who, name, t2, t))
         self.finish(g, csent)
-        g2 = self.granted(name, "exclusive", t2, csent, floors)
+        g2 = self.granted(name, "exclusive", t2, floors)
         self.enter(g2)
         self.leave()
         self.release(g2)
@@ -591,7 +602,7 @@ class Client:
             self.rec.count("path timed out")
             return
         self.rec.count("path granted")
-        g = self.granted(name, mode, t, sent, floors)
+        g = self.granted(name, mode, t, floors)
         self.enter(g)
         self.leave()
         self.release(g)
@@ -956,12 +967,17 @@ class Run:
                     with self.rec.lock:
                         self.killed_watch.append((r[0][1], r[0][2], mono(), kind))
         else:
+            kind = "pg_terminate_backend of the dlock worker"
+            leases, before, snap_now, t_snap = self.lease_view(kind)
             t0 = mono()
             old = self.worker_pid()
             self.admin.q("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                          " WHERE backend_type = 'dlock lock manager'", timeout=5)
-            self.rec.fault("pg_terminate_backend of the dlock worker")
-            self.wait_worker(old, 10)
+            self.rec.fault(kind)
+            if self.wait_worker(old, 10):
+                # no restart grace here (shared memory stays): what is
+                # unexpired now must be held
+                self.check_after_restart(kind, leases, before, snap_now, t0 - t_snap, grace=False)
             self.windows.append((t0, mono()))
 
     def worker_pid(self):
@@ -986,22 +1002,25 @@ class Run:
         self.rec.violation("invariants", "the dlock worker did not come back within %d s" % limit)
         return False
 
-    def heavy_fault(self, kind):
-        """A crash, restart or failover; then the checks that follow one."""
-        now = mono()
-        leases = self.rec.lease_snapshot(now)
-        # the server's own view of them just before the fault
+    def lease_view(self, kind):
+        """The acknowledged leases and the server's view of them just before
+        a fault: (leases, {key: (token, expires_at)}, server now, when)."""
+        leases = self.rec.lease_snapshot(mono())
         snap = self.admin.q("SELECT now(), owner, token, expires_at FROM dlock.held"
                             " WHERE owner = ANY(%s)", ([x.key for x in leases],))
         t_snap = mono()
         before = {k: (t, e) for _, k, t, e in snap}
-        snap_now = snap[0][0] if snap else None
         for x in leases:
-            # acknowledged, never released, and its lease runs for a while yet
-            # (0.5 s: the worker's batch clock may start before the request)
-            if x.key not in before and x.e_lower - 0.5 > t_snap and not x.release_sent:
+            # acknowledged, never released, and its lease runs beyond this
+            # query (a lease runs at least ttl from its request's send)
+            if x.key not in before and x.e_lower > t_snap and not x.release_sent:
                 self.rec.violation("acknowledged leases lost", "before %s: lease %s on %s"
                                    " (token %d) is not held" % (kind, x.key, x.name, x.token))
+        return leases, before, snap[0][0] if snap else None, t_snap
+
+    def heavy_fault(self, kind):
+        """A crash, restart or failover; then the checks that follow one."""
+        leases, before, snap_now, t_snap = self.lease_view(kind)
         old = self.worker_pid()
         with self.rec.lock:
             self.rec.first_grant_after = None
@@ -1061,14 +1080,14 @@ class Run:
         cluster("promote", self.standby_node()[0])
         self.primary = 1 - self.primary
 
-    def check_after_restart(self, kind, leases, before, snap_now, to_fault):
+    def check_after_restart(self, kind, leases, before, snap_now, to_fault, grace=True):
         """Every lease held (by the server's view) and unexpired when the fault
         struck is held again with its token: the restart grace covers the
         leases that ran out meanwhile.  No grant of a dead session is left."""
         r = self.admin.q("SELECT now(), backend_start FROM pg_stat_activity"
                          " WHERE backend_type = 'dlock lock manager'")
         srv_now = r[0][0] if r else None
-        within_grace = r and (r[0][0] - r[0][1]).total_seconds() < self.grace - 0.5
+        within_grace = grace and r and (r[0][0] - r[0][1]).total_seconds() < self.grace - 0.5
         rows = self.admin.q("SELECT owner, name, token, expires_at FROM dlock.held"
                             " WHERE owner = ANY(%s)", ([x.key for x in leases],))
         held = {k: (n, t) for k, n, t, _ in rows}
@@ -1094,6 +1113,8 @@ class Run:
                                    "after %s: lease %s on %s runs until %s, renewed to %s" % (
                                        kind, x.key, x.name, expiry[x.key], x.renewed_to))
         self.rec.checked("acknowledged leases present after a restart or failover", n)
+        if not grace:
+            return
         dead = self.admin.q(
             "SELECT count(*) FROM dlock.held h WHERE owner IS NULL AND NOT EXISTS"
             " (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid"
