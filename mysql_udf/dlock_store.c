@@ -65,12 +65,14 @@ enum
 	Q_STATUS,
 	Q_RENEW,
 	Q_RELEASE_ALL,
+	Q_CANCEL,
 	Q_REAP,
 	Q_NAMES_OF_HOLDER,
 	Q_HOLDER,
 	Q_EXPIRED_NAMES,
 	Q_DEAD_HELD,
 	Q_DEAD_QUEUE,
+	Q_MY_QUEUE,
 	Q_FORGET_IDLE,
 	NQ
 };
@@ -86,6 +88,8 @@ static const char *const Q[NQ] = {
 	"CALL dlock.step_renew(?, ?, ?)",
 	[Q_RELEASE_ALL] =
 	"CALL dlock.step_release_all(?, ?, ?, ?, ?)",
+	[Q_CANCEL] =
+	"CALL dlock.step_cancel(?, ?, ?, ?)",
 	[Q_REAP] =
 	"CALL dlock.step_reap(?, ?, ?, ?)",
 	[Q_NAMES_OF_HOLDER] =
@@ -106,6 +110,9 @@ static const char *const Q[NQ] = {
 	"SELECT ticket, name FROM dlock.queue WHERE server = ? "
 	"AND (incarnation <> ? OR (since < NOW(6) AND conn_id NOT IN "
 	"(SELECT ID FROM information_schema.PROCESSLIST))) LIMIT 1000",
+	[Q_MY_QUEUE] =
+	"SELECT ticket, name FROM dlock.queue WHERE server = ? AND incarnation = ? "
+	"AND since < NOW(6) - INTERVAL 5 SECOND LIMIT 1000",
 	[Q_FORGET_IDLE] =
 	"CALL dlock.step_forget_idle(1000)",
 };
@@ -283,14 +290,18 @@ conn_open(Conn **out, const char *fn, DlockErr *err)
 	return 0;
 }
 
-/* conn_get: an idle pooled connection, or a new one. */
+/*
+ * conn_get: an idle pooled connection, or a new one.  fresh: always a new
+ * one - after a lost connection, the other idle ones may have been killed
+ * too.
+ */
 static Conn *
-conn_get(const char *fn, DlockErr *err)
+conn_get(const char *fn, int fresh, DlockErr *err)
 {
 	Conn	   *c;
 
 	mysql_thread_init();
-	for (;;)
+	while (!fresh)
 	{
 		pthread_mutex_lock(&pool_mutex);
 		c = idle_conns;
@@ -987,7 +998,7 @@ run_step(const char *fn, const char *name, size_t len, int qid, P *p,
 
 	for (int attempt = 0;; attempt++)
 	{
-		Conn	   *c = conn_get(fn, err);
+		Conn	   *c = conn_get(fn, lost > 0, err);
 		QErr		qe;
 		int			r;
 
@@ -1070,15 +1081,22 @@ status(const DlockReq *req, const char *holder, size_t hlen,
 				PI(0));
 }
 
-/* Best effort after an error: no queue row of this call may stay behind. */
+/*
+ * cancel
+ *		Best effort after a failed call: no queue row of the call may stay
+ *		behind (a lost attempt's neither), nor a grant it made, found by the
+ *		call's request id.  What this misses the reaper withdraws (queue rows
+ *		of this server without a waiting call).
+ */
 static void
-withdraw_stray(const DlockReq *req, const char *holder, size_t hlen,
-			   unsigned long long ticket)
+cancel(const DlockReq *req, const char *holder, size_t hlen, long long rq)
 {
 	DlockErr	e2;
 	Step		s;
 
-	if (ticket != 0 && status(req, holder, hlen, ticket, 1, 1, &s, &e2) == 0)
+	if (STEP(req->fn, req->name, req->name_len, Q_CANCEL, &s, &e2,
+			 PS(req->name, req->name_len), PS(holder, hlen), PI(rq),
+			 PI(packed_conflicts)) == 0)
 		step_free(&s);
 }
 
@@ -1090,6 +1108,7 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
 	Step		a;
 	Waiter		w;
+	long long	rq = new_req();
 	long long	start = now_us();
 	long long	deadline = req->timeout_us < 0 ? -1 : start + req->timeout_us;
 	long long	next_recheck;
@@ -1115,8 +1134,11 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 			 PS(incarnation, strlen(incarnation)),
 			 PI(who->conn_id), PI(req->mode), PIN(req->ttl_us),
 			 PIN(req->timeout_us), PI(try_only), PI(packed_conflicts),
-			 PI(packed_covers), PI(new_req()), PI(0)) != 0)
+			 PI(packed_covers), PI(rq), PI(0)) != 0)
+	{
+		cancel(req, holder, hlen, rq);
 		goto out;
+	}
 	if (a.state == ST_STRONGER)
 	{
 		set_err(err, DLOCK_ER_UNKNOWN,
@@ -1203,7 +1225,7 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 		look = 0;
 		if (status(req, holder, hlen, a.ticket, withdraw, kill, &s, err) != 0)
 		{
-			withdraw_stray(req, holder, hlen, a.ticket);
+			cancel(req, holder, hlen, rq);
 			break;
 		}
 		if (s.state == ST_GRANTED)
@@ -1331,7 +1353,7 @@ scan(const char *fn, int qid, const P *p, int np, RowCb cb, void *arg,
 {
 	for (int lost = 0;; lost++)
 	{
-		Conn	   *c = conn_get(fn, err);
+		Conn	   *c = conn_get(fn, lost > 0, err);
 		QErr		qe;
 		int			r;
 
@@ -1442,7 +1464,9 @@ dls_reap(const DlockCaller *who, long long *count, DlockErr *err)
 	const char *fn = "dlock_reap";
 	List		expired = {0},
 				dead_held = {0},
-				dead_queue = {0};
+				dead_queue = {0},
+				mine = {0},
+				stray = {0};
 	P			p[2] = {PS(server_id, strlen(server_id)),
 	PS(incarnation, strlen(incarnation))};
 	int			rc = -1;
@@ -1451,16 +1475,42 @@ dls_reap(const DlockCaller *who, long long *count, DlockErr *err)
 	*count = 0;
 	if (scan(fn, Q_EXPIRED_NAMES, NULL, 0, cb_names, &expired, err) != 0 ||
 		scan(fn, Q_DEAD_HELD, p, 2, cb_id_names, &dead_held, err) != 0 ||
-		scan(fn, Q_DEAD_QUEUE, p, 2, cb_id_names, &dead_queue, err) != 0)
+		scan(fn, Q_DEAD_QUEUE, p, 2, cb_id_names, &dead_queue, err) != 0 ||
+		scan(fn, Q_MY_QUEUE, p, 2, cb_id_names, &mine, err) != 0)
 		goto out;
-	if (expired.oom || dead_held.oom || dead_queue.oom)
+
+	/*
+	 * Requests queued through this server whose call no longer waits here
+	 * (it failed before it could withdraw them, or a lost attempt's
+	 * duplicate): nobody would ever take their grant.
+	 */
+	pthread_mutex_lock(&reg_mutex);
+	for (int i = 0; i < mine.n; i++)
+	{
+		int			waited = 0;
+		Item	   *it;
+
+		for (Waiter *w = reg_head; w && !waited; w = w->next)
+			waited = w->ticket == mine.items[i].id;
+		if (!waited && (it = lst_push(&stray)) != NULL)
+		{
+			it->id = mine.items[i].id;
+			it->name = mine.items[i].name;
+			it->name_len = mine.items[i].name_len;
+			mine.items[i].name = NULL;
+		}
+	}
+	pthread_mutex_unlock(&reg_mutex);
+
+	if (expired.oom || dead_held.oom || dead_queue.oom || mine.oom || stray.oom)
 	{
 		set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", fn);
 		goto out;
 	}
 	if (reap_items(fn, &expired, REAP_EXPIRE, count, err) != 0 ||
 		reap_items(fn, &dead_held, REAP_HOLD, count, err) != 0 ||
-		reap_items(fn, &dead_queue, REAP_REQUEST, count, err) != 0)
+		reap_items(fn, &dead_queue, REAP_REQUEST, count, err) != 0 ||
+		reap_items(fn, &stray, REAP_REQUEST, count, err) != 0)
 		goto out;
 
 	/* names rows without holders or waiters are only mutexes: drop them */
@@ -1476,6 +1526,8 @@ out:
 	lst_free(&expired);
 	lst_free(&dead_held);
 	lst_free(&dead_queue);
+	lst_free(&mine);
+	lst_free(&stray);
 	return rc;
 }
 

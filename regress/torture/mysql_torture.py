@@ -100,7 +100,7 @@ class Client:
     def q(self, sql, args=()):
         cur = self.conn.cursor()
         self.trail.append("%.3f %s %r" % (time.time() % 1000, sql[:40], args[:2]))
-        del self.trail[:-8]
+        del self.trail[:-16]
         try:
             cur.execute(sql, args)
             return cur.fetchall()
@@ -297,7 +297,7 @@ class Client:
             if text.startswith("dlock_"):
                 self.violation("a killed call left client %d holding %s (token, count,"
                                " granted: %s): %s; last statements %s"
-                               % (self.slot, name, held[name], text, self.trail[-4:]))
+                               % (self.slot, name, held[name], text, self.trail))
             else:
                 self.count("grant kept after a kill the server reported late")
 

@@ -532,6 +532,49 @@ step: BEGIN
            IFNULL(v_withdrawn, ''), NULL;
 END//
 
+-- Undo what a failed acquire call may have left: its queue rows (a lost
+-- attempt's too) and a grant or re-entry it made (one level), found by the
+-- call's request id; then hand on.  count = rows changed.
+CREATE OR REPLACE PROCEDURE dlock.step_cancel(
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320), IN p_req BIGINT,
+    IN p_conflicts BIGINT UNSIGNED)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    DECLARE v_now TIMESTAMP(6);
+    DECLARE v_version, v_token BIGINT UNSIGNED;
+    DECLARE v_count, v_queued INT DEFAULT 0;
+    DECLARE v_next BIGINT;
+    DECLARE v_granted TEXT DEFAULT '';
+    DECLARE v_withdrawn TEXT;
+
+    START TRANSACTION;
+    SET v_version = (SELECT version FROM dlock.names WHERE name = p_name FOR UPDATE);
+    SET v_now = NOW(6);
+    SELECT GROUP_CONCAT(ticket, ',' SEPARATOR ''), COUNT(*)
+      INTO v_withdrawn, v_queued
+      FROM dlock.queue WHERE name = p_name AND req = p_req;
+    IF v_queued > 0 THEN
+        DELETE FROM dlock.queue WHERE name = p_name AND req = p_req;
+    END IF;
+    SELECT MAX(token), MAX(`count`) INTO v_token, v_count
+      FROM dlock.held FORCE INDEX (PRIMARY)
+     WHERE name = p_name AND holder = p_holder AND req = p_req;
+    IF v_token IS NOT NULL THEN
+        IF v_count > 1 THEN
+            UPDATE dlock.held SET `count` = `count` - 1, req = NULL
+             WHERE token = v_token;
+        ELSE
+            DELETE FROM dlock.held WHERE token = v_token;
+        END IF;
+    END IF;
+    IF v_queued > 0 OR v_token IS NOT NULL THEN
+        CALL dlock.advance(p_name, p_conflicts, v_now, v_granted, v_next);
+    END IF;
+    COMMIT;
+    SELECT 1, NULL, NULL, 0, NULL, v_queued + (v_token IS NOT NULL), v_granted,
+           IFNULL(v_withdrawn, ''), NULL;
+END//
+
 -- The reaper's step on one name: expire its leases and, by p_kind, end a
 -- dead session's hold (1, p_id = token) or withdraw its request (2,
 -- p_id = ticket); then hand on.  count = rows ended.
