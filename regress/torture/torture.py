@@ -285,6 +285,7 @@ class Grant:
         self.token = token
         self.ack = ack
         self.lease = lease
+        self.release_sent = None  # a release that failed may still have released
 
 
 class Client:
@@ -363,13 +364,16 @@ class Client:
     def finish(self, g, release_send=None):
         """The grant ends: record the interval it was certainly held."""
         if g.lease is not None:
-            end = g.lease.e_lower if release_send is None else min(g.lease.e_lower, release_send)
+            # a lease lasts until it runs out, or until a release that was sent
+            # (also one that failed: the worker may have done it first)
+            end = g.lease.e_lower if g.release_sent is None else min(g.lease.e_lower,
+                                                                    g.release_sent)
         else:
             end = release_send if release_send is not None else self.last_ok_send
         self.rec.interval(g.name, g.mode == "exclusive", g.ack, end, "%s token %d %s, end: %s" % (
             self.who, g.token, "lease" if g.lease else "session",
-            "lease expiry" if g.lease is not None and end == g.lease.e_lower else
-            "release" if release_send is not None else "last statement"))
+            ("lease expiry" if end == g.lease.e_lower else "release sent") if g.lease is not None
+            else "release" if release_send is not None else "last statement"))
         if g in self.open:
             self.open.remove(g)
 
@@ -427,7 +431,7 @@ class Client:
         self.q("DELETE FROM torture_active WHERE client = %s", (self.cid,))
 
     def release(self, g):
-        sent = mono()
+        sent = g.release_sent = mono()
         if g.lease is not None:
             g.lease.release_sent = True
             ok = self.q("SELECT dlock_release(%s, owner => %s)", (g.name, g.lease.key))[0][0]
