@@ -120,6 +120,13 @@ class Client:
         self.conn = connect(self.sock)
         self.holding = set()
         self.connids[self.slot] = self.conn.thread_id()
+        # this session's holder key (connection ids start again after a
+        # server restart; grants to the dead process's sessions are not ours)
+        probe = "probe/%d" % self.slot
+        self.q("SELECT dlock_acquire(%s, 5)", (probe,))
+        self.me = self.q("SELECT holder FROM dlock.held WHERE name = %s AND owner IS NULL"
+                         " AND conn_id = CONNECTION_ID() ORDER BY token DESC LIMIT 1", (probe,))[0][0]
+        self.q("SELECT dlock_release(%s)", (probe,))
 
     def timed(self, timeout, sql, args):
         started = time.monotonic()
@@ -289,7 +296,7 @@ class Client:
         try:
             self.q("SET max_statement_time = 0")
             rows = self.q("SELECT name, token, `count`, granted_at FROM dlock.held"
-                          " WHERE owner IS NULL AND conn_id = CONNECTION_ID()")
+                          " WHERE holder = %s", (self.me,))
         except MySQLdb.Error:
             return
         held = dict((r[0].decode(), r[1:]) for r in rows)
