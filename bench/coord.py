@@ -342,6 +342,13 @@ def main():
         zk.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
+    if a.workdir:
+        # for run.sh's plot: hand-offs/s by waiters, one file per hold
+        for hold in holds:
+            with open(os.path.join(a.workdir, "plot-zk-%g.dat" % hold), "w") as f:
+                for n in waiters:
+                    f.write("%d %.1f %.1f\n" % (n, one[hold, n, "dlock"][0], one[hold, n, "zookeeper"][0]))
+
     out = []
     out.append("## 6. Coordination services: dlock vs ZooKeeper (same Python driver)")
     out.append("")

@@ -266,6 +266,23 @@ unset multiplot
 GP
     printf '\n![hand-off plot](%s)\n\n![wait and fairness plot](%s)\n' "$(basename "$PNG")" "$(basename "$LAT")" >> "$RES"
 fi
+if command -v gnuplot >/dev/null && [ -s "$DIR/plot-zk-0.dat" ]; then
+    ZPNG=$OUT/$STAMP-$(hostname -s)-zk-handoff.png
+    ZPLOT="plot \"$DIR/plot-zk-0.dat\" using 1:2 with linespoints title \"dlock, hold 0 ms\", \
+\"$DIR/plot-zk-0.dat\" using 1:3 with linespoints title \"ZooKeeper, hold 0 ms\""
+    [ -s "$DIR/plot-zk-1.dat" ] && ZPLOT="$ZPLOT, \
+\"$DIR/plot-zk-1.dat\" using 1:2 with linespoints title \"dlock, hold 1 ms\", \
+\"$DIR/plot-zk-1.dat\" using 1:3 with linespoints title \"ZooKeeper, hold 1 ms\""
+    gnuplot <<GP
+set terminal png size 800,480 noenhanced
+set output "$ZPNG"
+set title "Contended hand-off, dlock vs ZooKeeper, one Python driver"
+set xlabel "waiters"; set ylabel "hand-offs/s"; set logscale x 2; set key top right
+set yrange [0:*]
+$ZPLOT
+GP
+    printf '\n![dlock vs ZooKeeper hand-off plot](%s)\n' "$(basename "$ZPNG")" >> "$RES"
+fi
 
 echo
 cat "$RES"
