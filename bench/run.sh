@@ -158,32 +158,38 @@ echo
 echo "| leases held | pairs/s | vs empty | worker private memory (RssAnon) MiB | dlock.held size MiB | load rate leases/s |"
 echo "|---|---|---|---|---|---|"
 } >> "$RES"
-# load leases scale/FROM..TO with 8 parallel loaders; the TTL is TTL_SQL,
-# evaluated per call (so a deadline can be the same for every lease)
-load_leases() {
-    local from=$1 to=$2 ttl_sql=$3 loaders=()
+# CALL (an SQL expression over i) for i in FROM..TO, from 8 parallel sessions
+for_leases() {
+    local from=$1 to=$2 call=$3 loaders=()
     for k in $(seq 0 7); do
-        psql -X -q -c "SELECT count(dlock_acquire('scale/' || i, ttl => $ttl_sql, owner => 'scale-' || i))
-                       FROM generate_series($from + $k, $to, 8) i" >/dev/null &
+        psql -X -q -c "SELECT count($call) FROM generate_series($from + $k, $to, 8) i" >/dev/null &
         loaders+=($!)
     done
     wait "${loaders[@]}"
 }
+# leases scale/FROM..TO, each with its own owner key; the TTL is TTL_SQL,
+# evaluated per call (so a deadline can be the same for every lease)
+load_leases() { for_leases "$1" "$2" "dlock_acquire('scale/' || i, ttl => $3, owner => 'scale-' || i)"; }
 worker_pid() { psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlock lock manager'"; }
 base=""; have=0; load_rate=0; DEADLINE=""
 for held in $SCALE; do
     if [ "$held" -gt "$have" ]; then
         t0=$(date +%s.%N)
         if [ "$held" -eq "${SCALE##* }" ] && [ "$load_rate" != 0 ]; then
-            # the last step's leases all run out at one deadline, after the
-            # load and one measurement, at the load rate seen so far (+50%)
-            secs=$(awk -v n=$((held - have)) -v r="$load_rate" -v t="$T" 'BEGIN { printf "%d", n / r * 1.5 + t + 5 }')
+            # at the last step every lease runs out at one deadline: after
+            # this load, the renewal of those already held and one
+            # measurement, at the load rate seen so far (+50%)
+            secs=$(awk -v n="$held" -v r="$load_rate" -v t="$T" 'BEGIN { printf "%d", n / r * 1.5 + t + 5 }')
             DEADLINE=$(psql -X -At -c "SELECT now() + '$secs s'")
-            load_leases $((have + 1)) "$held" "'$DEADLINE'::timestamptz - clock_timestamp()"
+            to_deadline="'$DEADLINE'::timestamptz - clock_timestamp()"
+            load_leases $((have + 1)) "$held" "$to_deadline"
         else
             load_leases $((have + 1)) "$held" "'1 hour'"
         fi
         load_rate=$(awk -v n=$((held - have)) -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%d", n / (t1 - t0) }')
+        if [ -n "$DEADLINE" ] && [ "$have" -gt 0 ]; then
+            for_leases 1 "$have" "dlock_renew('scale/' || i, ttl => $to_deadline, owner => 'scale-' || i)"
+        fi
         have=$held
     fi
     r=$(rate 8 dlock); [ -z "$base" ] && base=$r
