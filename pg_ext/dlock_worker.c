@@ -2397,7 +2397,11 @@ dlock_worker_main(Datum main_arg)
 	 * Every statement of a batch touches a few rows by key.  The tables churn
 	 * and their statistics lag, so keep the planner off sequential scans and
 	 * hash joins, and off replanning each statement for its parameters.
+	 * No JIT: a disabled node's cost (the one-row counter table can only be
+	 * scanned sequentially) passes every jit_*_above_cost, and compiling a
+	 * statement took 10-15 ms of a batch that runs it in microseconds.
 	 */
+	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_SESSION);
 	SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_SESSION);
 	SetConfigOption("enable_hashjoin", "off", PGC_SUSET, PGC_S_SESSION);
 	SetConfigOption("enable_mergejoin", "off", PGC_SUSET, PGC_S_SESSION);
