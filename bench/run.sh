@@ -242,16 +242,17 @@ echo >> "$RES"
     --zk-port "${BENCH_ZK_PORT:-2191}" --workdir "$DIR" >> "$RES"
 # ---- end of 6 -----------------------------------------------------------------
 
+# gnuplot's opening of a hand-offs/s-by-waiters plot: OUTPUT TITLE KEY-PLACE
+handoff_axes() {
+    printf 'set terminal png size 800,480 noenhanced\nset output "%s"\nset title "%s"\n' "$1" "$2"
+    printf 'set xlabel "waiters"; set ylabel "hand-offs/s"; set logscale x 2; set key %s\nset yrange [0:*]\n' "$3"
+}
 if command -v gnuplot >/dev/null && [ -s "$DIR/plot-0.dat" ]; then
     PNG=$OUT/$STAMP-$(hostname -s)-handoff.png
     LAT=$OUT/$STAMP-$(hostname -s)-wait.png
     FAIR_HOLD=${HOLDS##* }  # spin-locks grow unfair when the lock is held a while
     gnuplot <<GP
-set terminal png size 800,480 noenhanced
-set output "$PNG"
-set title "Contended hand-off, hold 0 ms (higher and flatter is better)"
-set xlabel "waiters"; set ylabel "hand-offs/s"; set logscale x 2; set key bottom left
-set yrange [0:*]
+$(handoff_axes "$PNG" "Contended hand-off, hold 0 ms (higher and flatter is better)" "bottom left")
 plot "$DIR/plot-0.dat" using 1:2 with linespoints title "dlock", \\
      "$DIR/plot-0.dat" using 1:3 with linespoints title "pg_advisory_lock", \\
      "$DIR/plot-0.dat" using 1:4 with linespoints title "Redis SET NX spin-lock (not durable)"
@@ -280,11 +281,7 @@ if command -v gnuplot >/dev/null && [ -s "$DIR/plot-zk-0.dat" ]; then
 \"$DIR/plot-zk-1.dat\" using 1:2 with linespoints title \"dlock, hold 1 ms\", \
 \"$DIR/plot-zk-1.dat\" using 1:3 with linespoints title \"ZooKeeper, hold 1 ms\""
     gnuplot <<GP
-set terminal png size 800,480 noenhanced
-set output "$ZPNG"
-set title "Contended hand-off, dlock vs ZooKeeper, one Python driver"
-set xlabel "waiters"; set ylabel "hand-offs/s"; set logscale x 2; set key top right
-set yrange [0:*]
+$(handoff_axes "$ZPNG" "Contended hand-off, dlock vs ZooKeeper, one Python driver" "top right")
 $ZPLOT
 GP
     printf '\n![dlock vs ZooKeeper hand-off plot](%s)\n' "$(basename "$ZPNG")" >> "$RES"

@@ -32,6 +32,7 @@ typedef enum StorePlan
 	PLAN_QUEUE_INSERT,
 	PLAN_QUEUE_DELETE,
 	PLAN_NOTIFY,
+	PLAN_COUNTER,
 	NUM_PLANS
 } StorePlan;
 
@@ -69,6 +70,8 @@ static const char *const plan_sql[NUM_PLANS] = {
 	[PLAN_NOTIFY] =
 	"SELECT pg_catalog.pg_notify('dlock_blocking', n)"
 	" FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n",
+	[PLAN_COUNTER] =
+	"UPDATE dlock.ticket_counter SET hi = $1",
 };
 
 static SPIPlanPtr plans[NUM_PLANS];
@@ -252,9 +255,8 @@ dlock_store_save_counter(int64 hi)
 	Oid			argtypes[1] = {INT8OID};
 	Datum		args[1] = {Int64GetDatum(hi)};
 
-	if (SPI_execute_with_args("UPDATE dlock.ticket_counter SET hi = $1",
-							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE ||
-		SPI_processed != 1)
+	if (SPI_execute_plan(get_plan(PLAN_COUNTER, 1, argtypes), args, NULL,
+						 false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
 		elog(ERROR, "could not update dlock.ticket_counter");
 }
 
