@@ -275,14 +275,14 @@ GP
 fi
 if command -v gnuplot >/dev/null && [ -s "$DIR/plot-zk-0.dat" ]; then
     ZPNG=$OUT/$STAMP-$(hostname -s)-zk-handoff.png
-    ZPLOT="plot \"$DIR/plot-zk-0.dat\" using 1:2 with linespoints title \"dlock, hold 0 ms\", \
-\"$DIR/plot-zk-0.dat\" using 1:3 with linespoints title \"ZooKeeper, hold 0 ms\""
-    [ -s "$DIR/plot-zk-1.dat" ] && ZPLOT="$ZPLOT, \
-\"$DIR/plot-zk-1.dat\" using 1:2 with linespoints title \"dlock, hold 1 ms\", \
-\"$DIR/plot-zk-1.dat\" using 1:3 with linespoints title \"ZooKeeper, hold 1 ms\""
+    ZPLOT=""                 # a dlock and a ZooKeeper line per hold
+    for h in $HOLDS; do
+        ZPLOT="$ZPLOT${ZPLOT:+, }\"$DIR/plot-zk-$h.dat\" using 1:2 with linespoints title \"dlock, hold $h ms\", \
+\"$DIR/plot-zk-$h.dat\" using 1:3 with linespoints title \"ZooKeeper, hold $h ms\""
+    done
     gnuplot <<GP
 $(handoff_axes "$ZPNG" "Contended hand-off, dlock vs ZooKeeper, one Python driver" "top right")
-$ZPLOT
+plot $ZPLOT
 GP
     printf '\n![dlock vs ZooKeeper hand-off plot](%s)\n' "$(basename "$ZPNG")" >> "$RES"
 fi

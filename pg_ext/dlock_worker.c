@@ -1691,9 +1691,9 @@ copy_request(DLockSlot *slot, int slotno, Request *r)
 	r->pid = slot->pid;
 	r->session_start = slot->session_start;
 	/* several names, NUL-separated: acquire_all, or a release undoing one */
-	r->nnames = slot->op == DLOCK_OP_ACQUIRE_ALL ? slot->nnames : Max(slot->nnames, 1);
+	r->nnames = slot->nnames;
 	r->names = palloc(sizeof(char *) * r->nnames);
-	if (slot->op == DLOCK_OP_ACQUIRE_ALL || r->nnames > 1)
+	if (r->nnames > 1)
 	{
 		const char *p = dlock_slot_name(slot);
 

@@ -25,6 +25,9 @@ import time
 
 import psycopg2
 
+import pgcheck
+from pgcheck import q, until, report
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "..", "..", "scripts", "pg_cluster.sh")
 
@@ -35,24 +38,7 @@ def cluster(*args, env=None):
 
 
 def connect(d, port):
-    c = psycopg2.connect(host=d, port=port, user="postgres", dbname="postgres")
-    c.autocommit = True
-    return c
-
-
-def q(c, sql, args=()):
-    with c.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchall() if cur.description else None
-
-
-def until(f, timeout=30):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if f():
-            return True
-        time.sleep(0.02)
-    return False
+    return pgcheck.connect(host=d, port=port, user="postgres", dbname="postgres")
 
 
 def alive(pid):
@@ -135,13 +121,7 @@ def main():
         for d in (a, b):
             subprocess.run([CLUSTER, "stop", d], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-    passed = failed = 0
-    for what, ok, detail in checks:
-        print("%s %s%s" % ("ok  " if ok else "FAIL", what, "" if ok else ": " + detail))
-        passed += ok
-        failed += not ok
-    print("failover: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 and checks else 1
+    return report("failover", checks)
 
 
 if __name__ == "__main__":

@@ -28,26 +28,13 @@ import time
 
 import psycopg2
 
-
-def connect():
-    c = psycopg2.connect("")
-    c.autocommit = True
-    return c
-
-
-def q(c, sql, args=()):
-    with c.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchall() if cur.description else None
+import pgcheck
+from pgcheck import connect, q, report
 
 
 def until(obs, sql, args=(), timeout=15):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if q(obs, sql, args)[0][0]:
-            return True
-        time.sleep(0.01)
-    return False
+    """Poll obs until sql's one value is true."""
+    return pgcheck.until(lambda: q(obs, sql, args)[0][0], timeout)
 
 
 def worker_pid(obs):
@@ -155,15 +142,11 @@ def main():
         ("undo of a dlock_acquire_all grant while the worker restarts",
          lambda: undo_acquire_all(obs)),
     ]
-    passed = failed = 0
+    checks = []
     for name, f in tests:
         wait_worker(obs)
-        ok, detail = f()
-        print("%s %s%s" % ("ok  " if ok else "FAIL", name, "" if ok else ": " + detail))
-        passed += ok
-        failed += not ok
-    print("races: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+        checks.append((name,) + tuple(f()))
+    return report("races", checks)
 
 
 if __name__ == "__main__":
