@@ -105,11 +105,19 @@ dlock_check_name(const char *name, size_t len, size_t max_len)
 		return DLOCK_CHECK_TOO_LONG;
 	if (dlock_name_is_path(name, len))
 	{
+		int			depth = 1;
+
 		if (name[len - 1] == '/')
 			return len == 1 ? DLOCK_CHECK_EMPTY_SEGMENT : DLOCK_CHECK_TRAILING_SLASH;
 		for (size_t i = 1; i < len; i++)
-			if (name[i] == '/' && name[i - 1] == '/')
-				return DLOCK_CHECK_EMPTY_SEGMENT;
+			if (name[i] == '/')
+			{
+				if (name[i - 1] == '/')
+					return DLOCK_CHECK_EMPTY_SEGMENT;
+				depth++;
+			}
+		if (depth > DLOCK_MAX_PATH_DEPTH)
+			return DLOCK_CHECK_TOO_DEEP;
 	}
 	return DLOCK_CHECK_OK;
 }

@@ -57,8 +57,17 @@ typedef enum DLockCheck
 	DLOCK_CHECK_TOO_LONG,
 	DLOCK_CHECK_BAD_CHAR,
 	DLOCK_CHECK_EMPTY_SEGMENT,	/* a path with "//" or a lone "/" */
-	DLOCK_CHECK_TRAILING_SLASH	/* a path ending in "/" */
+	DLOCK_CHECK_TRAILING_SLASH,	/* a path ending in "/" */
+	DLOCK_CHECK_TOO_DEEP		/* a path of more than DLOCK_MAX_PATH_DEPTH segments */
 } DLockCheck;
+
+/*
+ * Deepest path: "/a/b/c" has 3 segments.  A path lock takes one intention
+ * per proper ancestor, so the depth bounds the work and memory of one
+ * request; a deeper path is refused, never truncated (a dropped ancestor
+ * would let two exclusive holders into one subtree).
+ */
+#define DLOCK_MAX_PATH_DEPTH 64
 
 /*
  * Hierarchical names: a name starting with '/' is a path.  Locking a path in
@@ -71,7 +80,8 @@ extern int	dlock_intention_mode(int mode);	/* DLOCK_MODE_INVALID: none */
 /*
  * dlock_path_ancestor_lengths
  *		Lengths of the proper ancestors of a path, shortest first ("/a/b/c":
- *		2, 4); returns how many (at most max_out are stored).
+ *		2, 4); returns how many (at most max_out are stored; a name that
+ *		passed dlock_check_name has fewer than DLOCK_MAX_PATH_DEPTH).
  */
 extern int	dlock_path_ancestor_lengths(const char *name, size_t len,
 										size_t *out, int max_out);

@@ -113,6 +113,18 @@ main(void)
 	CHECK(dlock_check_name("/a//b", 5, 1024) == DLOCK_CHECK_EMPTY_SEGMENT);
 	CHECK(dlock_check_name("//a", 3, 1024) == DLOCK_CHECK_EMPTY_SEGMENT);
 	CHECK(dlock_check_name("/a/", 3, 1024) == DLOCK_CHECK_TRAILING_SLASH);
+	{
+		/* "/d" repeated: exactly the deepest path passes, one more is refused */
+		char		deep[2 * (DLOCK_MAX_PATH_DEPTH + 1) + 1];
+
+		for (int i = 0; i <= DLOCK_MAX_PATH_DEPTH; i++)
+			memcpy(deep + 2 * i, "/d", 2);
+		CHECK(dlock_check_name(deep, 2 * DLOCK_MAX_PATH_DEPTH, 8192) == DLOCK_CHECK_OK);
+		CHECK(dlock_check_name(deep, 2 * (DLOCK_MAX_PATH_DEPTH + 1), 8192) == DLOCK_CHECK_TOO_DEEP);
+		/* a flat name may hold any number of slashes */
+		deep[0] = 'x';
+		CHECK(dlock_check_name(deep, 2 * (DLOCK_MAX_PATH_DEPTH + 1), 8192) == DLOCK_CHECK_OK);
+	}
 	CHECK(dlock_name_is_path("/x", 2) && !dlock_name_is_path("x/", 2));
 	{
 		size_t		lens[4];

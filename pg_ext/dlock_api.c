@@ -423,6 +423,13 @@ check_name(const char *name, int len)
 					 errmsg("malformed path \"%s\"", pnstrdup(name, len)),
 					 errdetail("A name starting with \"/\" is a path; its segments must not be empty and it must not end in \"/\".")));
 			break;
+		case DLOCK_CHECK_TOO_DEEP:
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("path is too deep"),
+					 errdetail("A path may have at most %d segments.",
+							   DLOCK_MAX_PATH_DEPTH)));
+			break;
 		case DLOCK_CHECK_TOO_LONG:
 		case DLOCK_CHECK_BAD_CHAR:
 			ereport(ERROR,

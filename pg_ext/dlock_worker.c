@@ -625,16 +625,22 @@ convert_holder(DHolder *h, int mode)
  * Paths: a lock on /a/b/c takes intention locks on /a and /a/b
  * --------------------------------------------------------------------- */
 
-#define DLOCK_MAX_DEPTH 256
+#define DLOCK_MAX_DEPTH DLOCK_MAX_PATH_DEPTH
 
-/* Ancestors of a path name, shortest first, as lock names (palloc'd). */
+/*
+ * Ancestors of a path name, shortest first, as lock names (palloc'd).  The
+ * backend refused deeper paths (dlock_check_name); one that got here anyway
+ * is an error, never a truncation: a dropped ancestor is a lost intention.
+ */
 static int
 path_ancestors(const char *name, char **out)
 {
 	size_t		lens[DLOCK_MAX_DEPTH];
 	int			n = dlock_path_ancestor_lengths(name, strlen(name), lens, DLOCK_MAX_DEPTH);
 
-	n = Min(n, DLOCK_MAX_DEPTH);
+	if (n >= DLOCK_MAX_DEPTH)
+		elog(ERROR, "path has %d ancestors, more than the limit of %d", n,
+			 DLOCK_MAX_DEPTH - 1);
 	for (int i = 0; i < n; i++)
 		out[i] = pnstrdup(name, lens[i]);
 	return n;
