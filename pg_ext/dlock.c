@@ -14,6 +14,7 @@
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 
 #include "dlock.h"
@@ -32,11 +33,16 @@ bool		dlock_synchronous_commit = true;
 bool		dlock_logged = true;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
 static void dlock_shmem_request(void);
 static void dlock_shmem_startup(void);
+static void dlock_process_utility(PlannedStmt *pstmt, const char *queryString,
+								  bool readOnlyTree, ProcessUtilityContext context,
+								  ParamListInfo params, QueryEnvironment *queryEnv,
+								  DestReceiver *dest, QueryCompletion *qc);
 
 /* Room for one name with its NUL, or for the names of dlock_acquire_all. */
 static int
@@ -136,6 +142,8 @@ _PG_init(void)
 
 	MarkGUCPrefixReserved("dlock");
 
+	prev_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = dlock_process_utility;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = dlock_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -204,4 +212,29 @@ dlock_wake_worker(void)
 	SpinLockRelease(&dlock_shared->mutex);
 	if (latch)
 		SetLatch(latch);
+}
+
+/*
+ * DISCARD ALL resets a session for its next client (poolers run it between
+ * clients) and releases advisory locks: it ends the session's dlock locks
+ * and requests too, once it has succeeded.
+ */
+static void
+dlock_process_utility(PlannedStmt *pstmt, const char *queryString,
+					  bool readOnlyTree, ProcessUtilityContext context,
+					  ParamListInfo params, QueryEnvironment *queryEnv,
+					  DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	bool		discard_all = IsA(stmt, DiscardStmt) &&
+		((DiscardStmt *) stmt)->target == DISCARD_ALL;
+
+	if (prev_process_utility_hook)
+		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
+								  params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+	if (discard_all)
+		dlock_discard_session();
 }

@@ -9,6 +9,13 @@
  *	FREE --backend--> SUBMITTED --worker--> ACCEPTED --worker--> DONE
  *	DONE --backend--> FREE
  *
+ * A backend whose wait must end while the worker does not answer (it is
+ * stuck in an error loop, or its commit waits for a synchronous standby
+ * that is gone) marks the request abandoned and leaves.  The worker then
+ * publishes no answer: it undoes a grant the backend never saw (the slot
+ * becomes a release of the same names, SUBMITTED again) and frees the
+ * slot.  The backend's next call waits until the slot is FREE.
+ *
  * Every field of a slot is read and written under the slot's spinlock, by
  * copying: nobody works on a slot in place.  The worker publishes a result
  * only after the transaction that made it durable has committed, then sets
@@ -86,12 +93,16 @@ typedef struct DLockSlot
 
 	DLockSlotState state;
 	bool		cancel;			/* backend asks to withdraw the request */
+	bool		abandoned;		/* backend stopped waiting for the answer:
+								 * the worker finishes the request itself,
+								 * undoes a grant, and frees the slot */
 	uint64		seq;			/* submission order, for FIFO among a batch */
 
 	/* request */
 	DLockOp		op;
 	int			mode;
 	int64		ttl_us;			/* 0: no lease */
+	int64		max_ttl_us;		/* dlock.max_ttl of the caller; 0: none */
 	TimestampTz timeout_at;		/* 0: wait forever */
 	int			name_len;		/* bytes of all names, each NUL-terminated */
 	int			nnames;			/* names, sorted and distinct */
@@ -161,6 +172,9 @@ dlock_slot_owner(DLockSlot *slot)
 
 /* Wake the worker, if one runs. */
 extern void dlock_wake_worker(void);
+
+/* dlock_api.c */
+extern void dlock_discard_session(void);
 
 /* dlock_worker.c */
 extern PGDLLEXPORT void dlock_worker_main(Datum main_arg);

@@ -44,6 +44,15 @@ PG_FUNCTION_INFO_V1(dlock_new_owner);
  */
 #define DLOCK_WORKER_CHECK_MS 1000
 
+/*
+ * How long a backend that stops waiting (timeout, cancel, an error) waits
+ * for the worker's verdict on its withdrawal before it abandons the request
+ * to the worker.  A working worker answers within one batch; this bounds
+ * the call when the worker is stuck (an error loop, a commit waiting for a
+ * synchronous standby that is gone).
+ */
+#define DLOCK_WITHDRAW_GRACE_MS 500
+
 typedef struct DLockRequest
 {
 	DLockOp		op;
@@ -71,6 +80,10 @@ static bool session_registered = false;
 
 static bool wait_for_worker(TimestampTz timeout_at);
 
+/*
+ * Every SQL function calls this first: without the preloaded library there
+ * is no shared memory, and nothing below may look at it.
+ */
 static void
 check_loaded(void)
 {
@@ -79,13 +92,6 @@ check_loaded(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("dlock must be loaded via shared_preload_libraries"),
 				 errhint("Add dlock to shared_preload_libraries in postgresql.conf and restart the server.")));
-}
-
-static int
-dlock_shared_names_size(void)
-{
-	check_loaded();
-	return dlock_shared->names_size;
 }
 
 static bool
@@ -232,31 +238,95 @@ take_reply(DLockSlot *slot, DLockReply *reply)
 }
 
 /*
- * wait_uninterruptibly
- *		Wait for the worker's answer without processing interrupts: used
- *		while withdrawing, when an interrupt is what brought us here.  Gives
- *		up (answer CANCELED, request left flagged for a future worker) if
- *		no worker runs.
+ * abandon
+ *		Give the pending request to the worker: it will finish it without
+ *		answering, undo a grant, and free the slot.  Returns true instead if
+ *		the answer had come after all (then it is in reply).
  */
-static void
-wait_uninterruptibly(DLockSlot *slot, DLockReply *reply)
+static bool
+abandon(DLockSlot *slot, DLockReply *reply)
 {
+	bool		pending;
+
+	if (take_reply(slot, reply))
+		return true;
+	SpinLockAcquire(&slot->mutex);
+	pending = slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED;
+	if (pending)
+	{
+		slot->cancel = true;
+		slot->abandoned = true;
+	}
+	SpinLockRelease(&slot->mutex);
+	if (!pending)
+		return take_reply(slot, reply);
+	dlock_wake_worker();
+	return false;
+}
+
+/*
+ * await_verdict
+ *		Wait for the answer to a withdrawal without processing interrupts
+ *		(an interrupt may be what brought us here), at most
+ *		DLOCK_WITHDRAW_GRACE_MS.  If it does not come, or no worker runs,
+ *		abandon the request and answer CANCELED: whatever the worker does,
+ *		the call ends.
+ */
+static bool
+await_verdict(DLockSlot *slot, DLockReply *reply)
+{
+	TimestampTz give_up = GetCurrentTimestamp() +
+		(int64) DLOCK_WITHDRAW_GRACE_MS * 1000;
+
 	while (!take_reply(slot, reply))
 	{
-		if (!worker_running())
+		/*
+		 * A worker publishes its answers before it clears its pid, so one
+		 * that answered and then left is seen by abandon's last look.
+		 */
+		if (!worker_running() || GetCurrentTimestamp() >= give_up)
 		{
-			/*
-			 * A worker publishes its answers before it clears its pid, so one
-			 * that answered and then left is seen here: look once more.
-			 */
-			if (take_reply(slot, reply))
-				return;
+			if (abandon(slot, reply))
+				return true;
 			reply->status = DLOCK_STATUS_CANCELED;
-			return;
+			return false;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100, PG_WAIT_EXTENSION);
+						 20, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+	}
+	return true;
+}
+
+/*
+ * await_free_slot
+ *		Before a new request: wait until the worker has finished a request
+ *		this session abandoned (its undo comes before anything we ask now).
+ *		Returns false if the new request's timeout passed first.
+ */
+static bool
+await_free_slot(DLockSlot *slot, TimestampTz timeout_at)
+{
+	DLockReply	stale;
+
+	for (;;)
+	{
+		DLockSlotState state;
+
+		(void) take_reply(slot, &stale);	/* an answer nobody waits for */
+		SpinLockAcquire(&slot->mutex);
+		state = slot->state;
+		SpinLockRelease(&slot->mutex);
+		if (state == DLOCK_SLOT_FREE)
+			return true;
+		if (!wait_for_worker(timeout_at))
+			return false;
+		if (timeout_at != 0 && GetCurrentTimestamp() >= timeout_at)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 20, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
 	}
 }
 
@@ -268,6 +338,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->op = req->op;
 	slot->mode = req->mode;
 	slot->ttl_us = req->ttl_us;
+	slot->max_ttl_us = (int64) dlock_max_ttl_s * USECS_PER_SEC;
 	slot->timeout_at = req->timeout_at;
 	slot->name_len = req->name_len;
 	slot->nnames = Max(req->nnames, 1);
@@ -278,6 +349,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->ticket = 0;
 	slot->status = DLOCK_STATUS_NONE;
 	slot->cancel = false;
+	slot->abandoned = false;
 	slot->seq = pg_atomic_fetch_add_u64(&dlock_shared->next_seq, 1);
 	slot->state = DLOCK_SLOT_SUBMITTED;
 	SpinLockRelease(&slot->mutex);
@@ -287,12 +359,13 @@ submit(DLockSlot *slot, const DLockRequest *req)
 /*
  * withdraw
  *		Ask the worker to withdraw our pending request and wait for the
- *		verdict.  If it had been granted before the worker saw the request
- *		to withdraw, and the caller will not report it (undo_grant), release
- *		it again, so that no lock is left granted to nobody.  Every name of
- *		it goes in one release request: if no worker runs now, that request
- *		waits in the slot for the next one (a second request would overwrite
- *		it, and leave its names held).
+ *		verdict (bounded: see await_verdict; an abandoned request's grant is
+ *		undone by the worker).  If it had been granted before the worker saw
+ *		the request to withdraw, and the caller will not report it
+ *		(undo_grant), release it again, so that no lock is left granted to
+ *		nobody.  Every name of it goes in one release request: if no worker
+ *		runs now, that request waits in the slot for the next one (a second
+ *		request would overwrite it, and leave its names held).
  */
 static void
 withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
@@ -303,7 +376,8 @@ withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
 		slot->cancel = true;
 	SpinLockRelease(&slot->mutex);
 	dlock_wake_worker();
-	wait_uninterruptibly(slot, reply);
+	if (!await_verdict(slot, reply))
+		return;
 
 	if (undo_grant && reply->status == DLOCK_STATUS_GRANTED &&
 		(req->op == DLOCK_OP_ACQUIRE || req->op == DLOCK_OP_TRY ||
@@ -315,7 +389,7 @@ withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
 		undo.op = DLOCK_OP_RELEASE;
 		undo.timeout_at = 0;
 		submit(slot, &undo);
-		wait_uninterruptibly(slot, &ignored);
+		(void) await_verdict(slot, &ignored);
 	}
 }
 
@@ -332,28 +406,11 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 	check_loaded();
 	slot = my_slot();
 
-	/* a request abandoned when no worker ran may still be pending */
-	if (!take_reply(slot, reply))
+	/* a request this session abandoned may still be pending */
+	if (!await_free_slot(slot, req->timeout_at))
 	{
-		DLockSlotState state;
-
-		SpinLockAcquire(&slot->mutex);
-		state = slot->state;
-		SpinLockRelease(&slot->mutex);
-		if (state != DLOCK_SLOT_FREE)
-		{
-			if (!wait_for_worker(req->timeout_at))
-			{
-				reply->status = DLOCK_STATUS_CANCELED;	/* timed out first */
-				return;
-			}
-			wait_uninterruptibly(slot, reply);
-			SpinLockAcquire(&slot->mutex);
-			state = slot->state;
-			SpinLockRelease(&slot->mutex);
-			if (state != DLOCK_SLOT_FREE)
-				error_no_worker();
-		}
+		reply->status = DLOCK_STATUS_CANCELED;	/* timed out first */
+		return;
 	}
 	if (!wait_for_worker(req->timeout_at))
 	{
@@ -407,7 +464,7 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 static void
 check_name(const char *name, int len)
 {
-	switch (dlock_check_name(name, len, dlock_shared ? dlock_shared->max_name_len : dlock_max_name_length))
+	switch (dlock_check_name(name, len, dlock_shared->max_name_len))
 	{
 		case DLOCK_CHECK_OK:
 			break;
@@ -655,7 +712,12 @@ acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg,
 	arg_owner(fcinfo, owner_arg, &req->owner, &req->owner_len);
 	/* a lock that outlives its session must end some day */
 	if (req->owner && req->ttl_us == 0)
+	{
 		req->ttl_us = (int64) dlock_default_ttl_ms * 1000;
+		/* dlock.default_ttl is the user's; dlock.max_ttl still bounds it */
+		if (dlock_max_ttl_s > 0)
+			req->ttl_us = Min(req->ttl_us, (int64) dlock_max_ttl_s * USECS_PER_SEC);
+	}
 }
 
 Datum
@@ -664,6 +726,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
+	check_loaded();
 	req.op = DLOCK_OP_ACQUIRE;
 	acquire_request(fcinfo, &req, 0, 3, 4);
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
@@ -716,6 +779,7 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 	StringInfoData packed;
 	Datum	   *out;
 
+	check_loaded();
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -758,12 +822,12 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 		appendBinaryStringInfo(&packed, sorted[i].p, sorted[i].len);
 		appendStringInfoChar(&packed, '\0');
 	}
-	if (nunique > DLOCK_MAX_MULTI || packed.len > dlock_shared_names_size())
+	if (nunique > DLOCK_MAX_MULTI || packed.len > dlock_shared->names_size)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("too many lock names"),
 				 errdetail("At most %d distinct names of %d bytes in all can be taken together.",
-						   DLOCK_MAX_MULTI, dlock_shared_names_size())));
+						   DLOCK_MAX_MULTI, dlock_shared->names_size)));
 
 	req.op = DLOCK_OP_ACQUIRE_ALL;
 	req.name = packed.data;
@@ -795,6 +859,7 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
+	check_loaded();
 	req.op = DLOCK_OP_TRY;
 	acquire_request(fcinfo, &req, 0, 2, 3);
 
@@ -814,6 +879,7 @@ dlock_convert(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
+	check_loaded();
 	req.op = DLOCK_OP_CONVERT;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	req.mode = arg_mode(fcinfo, 1);
@@ -839,6 +905,7 @@ dlock_release(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
+	check_loaded();
 	req.op = DLOCK_OP_RELEASE;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	arg_owner(fcinfo, 1, &req.owner, &req.owner_len);
@@ -862,6 +929,7 @@ dlock_renew(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
+	check_loaded();
 	req.op = DLOCK_OP_RENEW;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	req.ttl_us = arg_ttl_us(fcinfo, 1);
@@ -888,6 +956,7 @@ dlock_release_all(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
+	check_loaded();
 	req.op = DLOCK_OP_RELEASE_ALL;
 	req.name = "";
 	req.name_len = 0;
@@ -899,6 +968,28 @@ dlock_release_all(PG_FUNCTION_ARGS)
 		PG_RETURN_INT32(reply.count);
 	elog(ERROR, "unexpected dlock answer %d to release_all", (int) reply.status);
 	PG_RETURN_NULL();
+}
+
+/*
+ * dlock_discard_session
+ *		DISCARD ALL (dlock.c's utility hook): end what the session holds and
+ *		waits for, as it ends advisory locks, so that the next client of a
+ *		pooled connection inherits nothing.  A session that never called
+ *		dlock has nothing to end.  An error (no worker) fails the DISCARD,
+ *		and a pooler then closes the connection, which ends the locks too.
+ */
+void
+dlock_discard_session(void)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	if (!session_registered || dlock_shared == NULL)
+		return;
+	req.op = DLOCK_OP_RELEASE_ALL;
+	req.name = "";
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
 }
 
 Datum

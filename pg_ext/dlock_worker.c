@@ -31,6 +31,7 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -81,6 +82,7 @@ typedef struct Request
 	DLockOp		op;
 	int			mode;
 	int64		ttl_us;
+	int64		max_ttl_us;		/* the caller's dlock.max_ttl; 0: none */
 	TimestampTz timeout_at;
 	int			pid;
 	TimestampTz session_start;
@@ -91,6 +93,7 @@ typedef struct Request
 	/* for a session that ended: where its last request stood */
 	DLockSlotState state;
 	DLockStatus status;
+	bool		abandoned;
 } Request;
 
 /* What to tell a slot once the batch has committed. */
@@ -587,13 +590,29 @@ answer_tokens(int slotno, const int64 *tokens, int n)
 	memcpy(o->tokens, tokens, sizeof(int64) * n);
 }
 
+/*
+ * Copy a message into a slot-sized buffer, cut on a character boundary: a
+ * cut inside a multibyte character would make the client's conversion fail
+ * (22021 instead of the error it reports) and leave a lone byte in the log.
+ */
+static void
+copy_message(char *dst, const char *msg)
+{
+	int			len = strlen(msg);
+
+	if (len >= DLOCK_ERRMSG_LEN)
+		len = pg_mbcliplen(msg, len, DLOCK_ERRMSG_LEN - 1);
+	memcpy(dst, msg, len);
+	dst[len] = '\0';
+}
+
 static void
 answer_error(int slotno, DLockStatus status, const char *msg)
 {
 	Outcome    *o = outcome_of(slotno);
 
 	answer(slotno, status, 0, 0, 0);
-	strlcpy(o->errmsg, msg, DLOCK_ERRMSG_LEN);
+	copy_message(o->errmsg, msg);
 }
 
 /* ---------------------------------------------------------------------
@@ -1464,6 +1483,9 @@ do_renew(Request *r, TimestampTz now)
 		return;
 	}
 	ttl_us = r->ttl_us > 0 ? r->ttl_us : h->ttl_us;
+	/* a lease taken before dlock.max_ttl was lowered renews within it */
+	if (r->max_ttl_us > 0)
+		ttl_us = Min(ttl_us, r->max_ttl_us);
 	if (ttl_us > 0)
 	{
 		holder_set_lease(h, ttl_us, now);
@@ -1693,6 +1715,7 @@ copy_request(DLockSlot *slot, int slotno, Request *r)
 	r->op = slot->op;
 	r->mode = slot->mode;
 	r->ttl_us = slot->ttl_us;
+	r->max_ttl_us = slot->max_ttl_us;
 	r->timeout_at = slot->timeout_at;
 	r->pid = slot->pid;
 	r->session_start = slot->session_start;
@@ -1727,24 +1750,31 @@ request_seq_cmp(const ListCell *a, const ListCell *b)
 	return ra->seq > rb->seq ? 1 : 0;
 }
 
+static bool
+is_acquire_op(DLockOp op)
+{
+	return op == DLOCK_OP_ACQUIRE || op == DLOCK_OP_TRY || op == DLOCK_OP_ACQUIRE_ALL;
+}
+
 /*
  * session_gone
  *		Clean up after an exited session: its waiting request, a grant it
- *		never collected (owner-keyed: the session's own locks go anyway),
- *		and every lock the session owns.
+ *		never collected or an undo of one still pending (owner-keyed: the
+ *		session's own locks go anyway), and every lock the session owns.
  */
 static void
 session_gone(Request *last, TimestampTz now)
 {
 	DWaiter    *w = slot_waiter[last->slotno];
 	DOwner	   *owner;
+	bool		uncollected = last->state == DLOCK_SLOT_DONE &&
+		last->status == DLOCK_STATUS_GRANTED && is_acquire_op(last->op);
+	bool		undo_pending = last->abandoned && last->op == DLOCK_OP_RELEASE &&
+		(last->state == DLOCK_SLOT_SUBMITTED || last->state == DLOCK_SLOT_ACCEPTED);
 
 	if (w)
 		withdraw_waiter(w, now);
-	if (last->state == DLOCK_SLOT_DONE && last->status == DLOCK_STATUS_GRANTED &&
-		(last->op == DLOCK_OP_ACQUIRE || last->op == DLOCK_OP_TRY ||
-		 last->op == DLOCK_OP_ACQUIRE_ALL) &&
-		last->owner != NULL)
+	if ((uncollected || undo_pending) && last->owner != NULL)
 	{
 		for (int i = 0; i < last->nnames; i++)
 		{
@@ -1794,6 +1824,7 @@ collect(List **ended, List **withdrawn, List **fresh)
 			copy_request(slot, i, r);
 			r->state = slot->state;
 			r->status = slot->status;
+			r->abandoned = slot->abandoned;
 			SpinLockRelease(&slot->mutex);
 			*ended = lappend(*ended, r);
 		}
@@ -1887,6 +1918,29 @@ publish(void)
 			slot->session_ended = false;
 			slot->state = DLOCK_SLOT_FREE;
 			slot->cancel = false;
+		}
+		else if (o->answered && slot->abandoned)
+		{
+			if (o->status == DLOCK_STATUS_GRANTED && is_acquire_op(slot->op))
+			{
+				/*
+				 * Nobody will report this grant: release it again, as the
+				 * backend would have (one request for all its names).
+				 */
+				slot->op = DLOCK_OP_RELEASE;
+				slot->timeout_at = 0;
+				slot->cancel = false;
+				slot->seq = pg_atomic_fetch_add_u64(&dlock_shared->next_seq, 1);
+				slot->state = DLOCK_SLOT_SUBMITTED;
+				SetLatch(MyLatch);	/* run it without waiting for a wake-up */
+			}
+			else
+			{
+				slot->state = DLOCK_SLOT_FREE;
+				slot->cancel = false;
+				slot->abandoned = false;
+				wake = true;	/* its next call may wait for the slot */
+			}
 		}
 		else if (o->answered)
 		{
@@ -1999,13 +2053,24 @@ xact_begin(void)
  * xact_commit
  *		Commit; with flush false, without waiting for the WAL flush (or a
  *		synchronous standby).  With flush true the server's own
- *		synchronous_commit applies, remote_apply on an HA primary included.
+ *		synchronous_commit applies if it is at least "on" (remote_apply on
+ *		an HA primary included).
  */
 static void
 xact_commit(bool flush)
 {
+	/*
+	 * Durable means at least "on", whatever ALTER DATABASE/ROLE or the
+	 * server's configuration says: a weaker setting inherited there would
+	 * hand out a token twice after a crash.  A stronger one (remote_apply)
+	 * is kept.
+	 */
 	if (!flush)
 		(void) set_config_option("synchronous_commit", "off",
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+								 true, 0, false);
+	else if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
+		(void) set_config_option("synchronous_commit", "on",
 								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
 								 true, 0, false);
 	SPI_finish();
@@ -2189,9 +2254,12 @@ reload(void)
  * The main loop
  * --------------------------------------------------------------------- */
 
-/* Answer what cannot be served while the extension is not installed. */
+/*
+ * Answer what cannot be served while the picture cannot be loaded (the
+ * extension is not installed, or loading fails).
+ */
 static void
-refuse_all(const char *why)
+refuse_all(DLockStatus status, const char *why)
 {
 	List	   *ended = NIL;
 	List	   *withdrawn = NIL;
@@ -2199,14 +2267,16 @@ refuse_all(const char *why)
 	ListCell   *lc;
 
 	batch_begin();
+	MemoryContextSwitchTo(batch_cxt);
 	collect(&ended, &withdrawn, &fresh);
 	foreach(lc, ended)
 		outcome_of(((Request *) lfirst(lc))->slotno)->end_session = true;
 	foreach(lc, withdrawn)
 		answer(((Request *) lfirst(lc))->slotno, DLOCK_STATUS_CANCELED, 0, 0, 0);
 	foreach(lc, fresh)
-		answer_error(((Request *) lfirst(lc))->slotno, DLOCK_STATUS_NOT_READY, why);
+		answer_error(((Request *) lfirst(lc))->slotno, status, why);
 	publish();
+	MemoryContextSwitchTo(TopMemoryContext);
 }
 
 static bool
@@ -2362,8 +2432,9 @@ recover(const char *message)
 		if (slot->state == DLOCK_SLOT_ACCEPTED)
 		{
 			slot->status = DLOCK_STATUS_ERROR;
-			strlcpy(slot->errmsg, message, DLOCK_ERRMSG_LEN);
-			slot->state = DLOCK_SLOT_DONE;
+			copy_message(slot->errmsg, message);
+			slot->state = slot->abandoned ? DLOCK_SLOT_FREE : DLOCK_SLOT_DONE;
+			slot->abandoned = false;
 		}
 		SpinLockRelease(&slot->mutex);
 		SetLatch(&ProcGlobal->allProcs[isolated_slot].procLatch);
@@ -2382,8 +2453,67 @@ worker_exit(int code, Datum arg)
 	SpinLockRelease(&dlock_shared->mutex);
 }
 
+/*
+ * The worker's own settings, over whatever ALTER DATABASE, ALTER ROLE or the
+ * configuration file set for the session it connects as (a session value
+ * wins over all of those, and over later reloads).  It must write, and
+ * never give up a statement or a transaction half way: an inherited
+ * read-only default or a timeout would fail every batch.  Everything it
+ * runs is schema-qualified; search_path is fixed all the same.
+ *
+ * Every statement of a batch touches a few rows by key.  The tables churn
+ * and their statistics lag, so keep the planner off sequential scans and
+ * hash joins, and off replanning each statement for its parameters.  No
+ * JIT: a disabled node's cost (the one-row counter table can only be scanned
+ * sequentially) passes every jit_*_above_cost, and compiling a statement
+ * took 10-15 ms of a batch that runs it in microseconds.
+ *
+ * synchronous_commit is decided per commit (xact_commit).
+ */
+static void
+force_settings(void)
+{
+	static const char *const settings[][2] = {
+		{"search_path", "pg_catalog, pg_temp"},
+		{"default_transaction_read_only", "off"},
+		{"default_transaction_isolation", "read committed"},
+		{"default_transaction_deferrable", "off"},
+		{"statement_timeout", "0"},
+		{"lock_timeout", "0"},
+		{"idle_in_transaction_session_timeout", "0"},
+		{"idle_session_timeout", "0"},
+		{"session_replication_role", "origin"},
+		{"transform_null_equals", "off"},
+		{"max_parallel_workers_per_gather", "0"},
+		{"jit", "off"},
+		{"enable_seqscan", "off"},
+		{"enable_hashjoin", "off"},
+		{"enable_mergejoin", "off"},
+		{"enable_indexscan", "on"},
+		{"enable_indexonlyscan", "on"},
+		{"enable_bitmapscan", "on"},
+		{"enable_nestloop", "on"},
+		{"plan_cache_mode", "force_generic_plan"},
+	};
+
+	for (size_t i = 0; i < lengthof(settings); i++)
+		SetConfigOption(settings[i][0], settings[i][1], PGC_SUSET, PGC_S_SESSION);
+}
+
+/*
+ * After a failed batch the worker pauses before it tries again, longer
+ * after each failure in a row, so that a failure that persists (a table
+ * altered, a disk full) neither spins nor floods the log.
+ */
+#define DLOCK_RETRY_MIN_MS 10
+#define DLOCK_RETRY_MAX_MS 5000
+
 /* When the worker last looked for the extension, while not ready. */
 static TimestampTz last_install_check = 0;
+
+/* Failed batches in a row, and when the last was logged. */
+static int	failures = 0;
+static TimestampTz last_failure_logged = 0;
 
 void
 dlock_worker_main(Datum main_arg)
@@ -2396,22 +2526,7 @@ dlock_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(dlock_database, NULL, 0);
 	pgstat_report_appname("dlock lock manager");
 
-	/* everything we run is schema-qualified; leave nothing to search_path */
-	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION);
-
-	/*
-	 * Every statement of a batch touches a few rows by key.  The tables churn
-	 * and their statistics lag, so keep the planner off sequential scans and
-	 * hash joins, and off replanning each statement for its parameters.
-	 * No JIT: a disabled node's cost (the one-row counter table can only be
-	 * scanned sequentially) passes every jit_*_above_cost, and compiling a
-	 * statement took 10-15 ms of a batch that runs it in microseconds.
-	 */
-	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_SESSION);
-	SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_SESSION);
-	SetConfigOption("enable_hashjoin", "off", PGC_SUSET, PGC_S_SESSION);
-	SetConfigOption("enable_mergejoin", "off", PGC_SUSET, PGC_S_SESSION);
-	SetConfigOption("plan_cache_mode", "force_generic_plan", PGC_SUSET, PGC_S_SESSION);
+	force_settings();
 
 	state_cxt = AllocSetContextCreate(TopMemoryContext, "dlock picture",
 									  ALLOCSET_DEFAULT_SIZES);
@@ -2450,7 +2565,8 @@ dlock_worker_main(Datum main_arg)
 					last_install_check = now;
 					ready = reload();
 					if (!ready)
-						refuse_all(psprintf("extension \"dlock\" is not installed in database \"%s\"",
+						refuse_all(DLOCK_STATUS_NOT_READY,
+								   psprintf("extension \"dlock\" is not installed in database \"%s\"",
 											dlock_database));
 				}
 			}
@@ -2462,23 +2578,52 @@ dlock_worker_main(Datum main_arg)
 		PG_CATCH();
 		{
 			ErrorData  *edata;
+			bool		loading = !ready;
+			long		pause_ms;
 
 			HOLD_INTERRUPTS();
 			MemoryContextSwitchTo(TopMemoryContext);
 			edata = CopyErrorData();
 			FlushErrorState();
-			ereport(LOG,
-					(errmsg("dlock lock manager: batch failed: %s", edata->message),
-					 errdetail("The lock tables are rolled back to the last committed batch and reloaded.")));
+			failures++;
+			pause_ms = Min((long) DLOCK_RETRY_MIN_MS << Min(failures - 1, 20),
+						   DLOCK_RETRY_MAX_MS);
+			/* every failure of a short run; then one line a minute */
+			if (failures <= 5 ||
+				TimestampDifferenceExceeds(last_failure_logged, GetCurrentTimestamp(),
+										   60 * 1000))
+			{
+				ereport(LOG,
+						(errmsg("dlock lock manager: %s failed (%d in a row): %s",
+								loading ? "loading the lock tables" : "batch",
+								failures, edata->message),
+						 errdetail("The lock tables are rolled back to the last committed batch and reloaded; the next attempt is in %ld ms.",
+								   pause_ms),
+						 failures >= 5 ?
+						 errhint("Requests fail with this error while it persists.  Check the dlock tables and the settings made with ALTER DATABASE or ALTER ROLE for database \"%s\".",
+								 dlock_database) : 0));
+				last_failure_logged = GetCurrentTimestamp();
+			}
 			recover(edata->message);
+			/* a picture that cannot be loaded serves nobody: say why at once */
+			if (loading)
+				refuse_all(DLOCK_STATUS_ERROR, edata->message);
 			FreeErrorData(edata);
 			RESUME_INTERRUPTS();
-			/* no hot loop if the failure persists */
-			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, pause_ms,
 							 PG_WAIT_EXTENSION);
 			continue;
 		}
 		PG_END_TRY();
+
+		if (failures > 0 && ready)
+		{
+			if (failures > 5)
+				ereport(LOG,
+						(errmsg("dlock lock manager: working again after %d failed attempts",
+								failures)));
+			failures = 0;
+		}
 
 		if (isolate && isolated_slot >= 0)
 			isolate = false;	/* the isolated request went through */

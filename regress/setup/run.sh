@@ -54,7 +54,23 @@ expect "acquire without preload" "SELECT dlock_acquire('x')" \
     "55000: dlock must be loaded via shared_preload_libraries"
 expect "try_acquire without preload" "SELECT dlock_try_acquire('x')" "55000: dlock must be loaded"
 expect "release without preload" "SELECT dlock_release('x')" "55000: dlock must be loaded"
-expect "bad input is still bad input" "SELECT dlock_acquire('')" "22023: lock name must not be empty"
+# the load check comes before every argument check: a too-long name once
+# read the missing shared memory (signal 11, every backend restarted)
+expect "long name without preload" "SELECT dlock_acquire(repeat('x', 2000))" "55000: dlock must be loaded"
+expect "long name to try_acquire without preload" "SELECT dlock_try_acquire(repeat('x', 9000))" "55000: dlock must be loaded"
+expect "acquire_all without preload" "SELECT dlock_acquire_all(ARRAY[repeat('x', 2000)])" "55000: dlock must be loaded"
+expect "convert without preload" "SELECT dlock_convert(repeat('x', 2000), 'PR')" "55000: dlock must be loaded"
+expect "renew without preload" "SELECT dlock_renew(repeat('x', 2000))" "55000: dlock must be loaded"
+expect "release_all without preload" "SELECT dlock_release_all()" "55000: dlock must be loaded"
+expect "bad input is caught after the load check" "SELECT dlock_acquire('')" "55000: dlock must be loaded"
+check_log_clean() {
+    if grep -q "terminated by signal" "$DIR/log"; then
+        echo "FAIL no crash in the server log"; failed=$((failed + 1))
+    else
+        echo "ok   no crash in the server log"; passed=$((passed + 1))
+    fi
+}
+check_log_clean
 stop
 
 # 2. preloaded, but the worker's database does not exist: it cannot run
