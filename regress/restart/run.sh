@@ -16,6 +16,10 @@
 #   races.py: answers racing withdrawals, made deterministic with SIGSTOP.
 #   failover.py: with a synchronous standby, no grant is acknowledged that a
 #   promoted standby lacks (own clusters on ports PORT+100 and PORT+101).
+#   stuck.py: waits end by timeout, cancel and terminate while the worker
+#   does not answer (stopped, or its commit waits for a standby that is
+#   gone); settings of the database and role do not reach the worker; a
+#   failure that persists is retried with growing pauses (PORT+102).
 #
 # Uses its own cluster (fsync on: crash tests must not cheat) and stops it.
 set -u
@@ -25,7 +29,7 @@ PORT=${RESTART_PORT:-5496}
 DIR=$(mktemp -d /tmp/dlock-restart.XXXXXX)
 passed=0; failed=0
 
-cleanup() { "$ROOT/scripts/pg_cluster.sh" stop "$DIR"; rm -rf "$DIR"; }
+cleanup() { "$ROOT/scripts/pg_cluster.sh" stop "$DIR"; "$ROOT/scripts/pg_cluster.sh" stop "$DIR/stuck"; rm -rf "$DIR"; }
 trap cleanup EXIT
 
 q() { timeout 30 psql -X -At -h "$DIR" -p "$PORT" -U postgres -d postgres -c "$1" 2>&1; }
@@ -167,6 +171,13 @@ check "races of answers and withdrawals (races.py)" \
 sed 's/^/     /' "$DIR/failover.log"
 check "no grant acknowledged that the promoted standby lacks (failover.py)" \
     "$(tail -1 "$DIR/failover.log")" "failover: 2 passed, 0 failed"
+
+# a worker that does not answer, settings forced on it, a load that keeps
+# failing, synchronous_commit = off for the database (own cluster, PORT+102)
+timeout 300 /usr/bin/python3 "$HERE/stuck.py" "$DIR/stuck" $((PORT + 102)) > "$DIR/stuck.log" 2>&1
+sed 's/^/     /' "$DIR/stuck.log"
+check "waits end whatever the worker does; its settings are its own (stuck.py)" \
+    "$(tail -1 "$DIR/stuck.log")" "stuck: 19 passed, 0 failed"
 
 echo "restart: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

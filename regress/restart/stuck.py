@@ -1,0 +1,357 @@
+#!/usr/bin/python3
+"""A lock manager that is alive but does not answer, and settings that a
+database owner can impose on it.  Each check once failed:
+
+  stopped-worker: with the worker stopped (SIGSTOP: alive, answering
+      nobody), a wait ends by its timeout, by pg_cancel_backend and by
+      pg_terminate_backend; once it runs again, the abandoned requests are
+      gone and the sessions work.  (Waits used to go on for good.)
+  standby-gone: with synchronous_standby_names naming a standby that is not
+      there (an isolated primary), an owner-keyed acquire with a timeout
+      returns NULL in time; when the commit goes through later, the grant
+      nobody was told of is released again.
+  hostile-settings: default_transaction_read_only, statement_timeout and
+      lock_timeout set with ALTER DATABASE / ALTER ROLE do not reach the
+      worker.  (It failed every batch, 55,909 log lines in 10 minutes.)
+  failing-load: a failure that persists (a trigger that fails the worker's
+      reload) is retried with growing pauses, logged a few times and not in
+      a loop, and requests fail with its message instead of hanging.
+  long-detail: a deadlock DETAIL of over 1 KiB in two-byte characters is cut
+      on a character boundary (a LATIN1 client got 22021 instead of 40P01).
+  synchronous-commit-off: with synchronous_commit = off for the database,
+      a new block of tickets is still flushed before a token of it is
+      handed out (the WAL writer is stopped, so only that flush can save
+      it), and after a crash no token is handed out twice.
+
+Usage: stuck.py DIR PORT [PART ...]   (its own cluster in DIR, started and
+stopped here; run as root: it signals the server's processes; PART: one of
+the functions below, to run only some)
+Prints "ok"/"FAIL" lines and "stuck: N passed, M failed".
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psycopg2
+
+from pgcheck import connect, q, report, until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLUSTER = os.path.join(HERE, "..", "..", "scripts", "pg_cluster.sh")
+DIR, PORT = sys.argv[1], sys.argv[2]
+LOG = os.path.join(DIR, "server.log")
+checks = []
+
+# A wait ends this long after its timeout (or cancel) at most, on a stalled
+# machine too: the backend waits 0.5 s for a verdict and then leaves.
+MARGIN = 5.0
+
+
+def check(what, ok, detail=""):
+    checks.append((what, bool(ok), detail))
+
+
+def conn():
+    c = connect(host=DIR, port=PORT, user="postgres", dbname="postgres")
+    # the role's own settings below must not reach the test's sessions
+    q(c, "SET statement_timeout = 0; SET lock_timeout = 0")
+    return c
+
+
+def worker_pid(obs):
+    r = q(obs, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlock lock manager'")
+    return r[0][0] if r else None
+
+
+def wait_ready(timeout=30):  # noqa: E302 (Call is defined below)
+    """Until a try-acquire goes through (a new worker has loaded)."""
+    def probe():
+        try:
+            call = Call("SELECT dlock_try_acquire('probe') > 0 AND dlock_release('probe')")
+        except psycopg2.Error:
+            return False
+        ok = call.done(5) and call.result is True
+        if ok:
+            call.c.close()
+        return ok
+    return until(probe, timeout, 0.1)
+
+
+def restart_worker(obs):
+    old = worker_pid(obs)
+    q(obs, "SELECT pg_terminate_backend(%s)", (old,))
+    until(lambda: worker_pid(obs) not in (None, old), 30, 0.05)
+    return wait_ready()
+
+
+class Call:
+    """One statement on its own connection in a thread, timed."""
+
+    def __init__(self, sql, args=(), c=None):
+        self.c = c or conn()
+        self.pid = self.c.get_backend_pid()
+        self.result = self.error = None
+        self.elapsed = None
+        self.t = threading.Thread(target=self.run, args=(sql, args), daemon=True)
+        self.t.start()
+
+    def run(self, sql, args):
+        start = time.monotonic()
+        try:
+            self.result = q(self.c, sql, args)[0][0]
+        except psycopg2.Error as e:
+            self.error = e.pgcode or "connection lost"
+        self.elapsed = time.monotonic() - start
+
+    def done(self, timeout):
+        self.t.join(timeout)
+        return not self.t.is_alive()
+
+
+def waiting(obs, pid):
+    return q(obs, "SELECT count(*) > 0 FROM dlock.locks WHERE pid = %s AND NOT granted",
+             (pid,))[0][0]
+
+
+def stopped_worker(obs):
+    holder = conn()
+    q(holder, "SELECT dlock_acquire('st/x')")
+    timed = Call("SELECT dlock_acquire('st/x', timeout => '2 s')")
+    cancelled = Call("SELECT dlock_acquire('st/x')")
+    terminated = Call("SELECT dlock_acquire('st/x')")
+    for call in (timed, cancelled, terminated):
+        until(lambda: waiting(obs, call.pid), 15)
+    wpid = worker_pid(obs)
+    os.kill(wpid, signal.SIGSTOP)
+    try:
+        q(obs, "SELECT pg_cancel_backend(%s)", (cancelled.pid,))
+        q(obs, "SELECT pg_terminate_backend(%s)", (terminated.pid,))
+        ended = [call.done(2 + MARGIN) for call in (timed, cancelled, terminated)]
+        check("stopped worker: a wait ends by its timeout",
+              ended[0] and timed.error is None and timed.result is None,
+              "still waiting" if not ended[0] else "%r %r after %.1f s" % (
+                  timed.result, timed.error, timed.elapsed))
+        check("stopped worker: a wait ends by pg_cancel_backend",
+              ended[1] and cancelled.error == "57014",
+              "still waiting" if not ended[1] else "%r %r" % (cancelled.result, cancelled.error))
+        check("stopped worker: a wait ends by pg_terminate_backend",
+              ended[2] and until(lambda: not q(obs, "SELECT count(*) FROM pg_stat_activity"
+                                                    " WHERE pid = %s", (terminated.pid,))[0][0], 10),
+              "still there")
+        # the session whose wait timed out: its next call waits for the
+        # abandoned request, and gives up by its own timeout too
+        nxt = Call("SELECT dlock_acquire('st/y', timeout => '1 s')", c=timed.c)
+        check("stopped worker: the next call of that session ends by its timeout",
+              nxt.done(1 + MARGIN) and nxt.result is None and nxt.error is None,
+              "%r %r" % (nxt.result, nxt.error))
+    finally:
+        os.kill(wpid, signal.SIGCONT)
+    check("worker running again: abandoned requests gone, only the holder left",
+          until(lambda: q(obs, "SELECT array_agg(pid) FROM dlock.locks WHERE name = 'st/x'")[0][0]
+                == [q(holder, "SELECT pg_backend_pid()")[0][0]], 15),
+          "%r" % (q(obs, "SELECT array_agg(pid || ' ' || granted) FROM dlock.locks")[0][0],))
+    a = Call("SELECT dlock_acquire('st/y', timeout => '10 s') > 0", c=timed.c)
+    b = Call("SELECT dlock_try_acquire('st/z') > 0", c=cancelled.c)
+    check("worker running again: the sessions work",
+          a.done(10 + MARGIN) and b.done(MARGIN) and a.result and b.result,
+          "%r %r %r %r" % (a.result, a.error, b.result, b.error))
+    for c in (holder, timed.c, cancelled.c):
+        if Call("SELECT dlock_release_all()", c=c).done(MARGIN):
+            c.close()
+
+
+def standby_gone(obs):
+    q(obs, "ALTER SYSTEM SET synchronous_standby_names = 'nosuchstandby'")
+    q(obs, "SELECT pg_reload_conf()")
+    time.sleep(0.5)
+    call = Call("SELECT dlock_acquire('st/sync', ttl => '10 min', owner => 'ks', timeout => '3 s')")
+    ended = call.done(3 + MARGIN)
+    check("standby gone: an owner-keyed acquire returns NULL by its timeout",
+          ended and call.error is None and call.result is None,
+          "still waiting" if not ended else "%r %r after %.1f s" % (
+              call.result, call.error, call.elapsed))
+    q(obs, "ALTER SYSTEM RESET synchronous_standby_names")
+    q(obs, "SELECT pg_reload_conf()")
+    # the commit goes through now; the grant nobody was told of is undone
+    gone = until(lambda: q(obs, "SELECT count(*) = 0 FROM dlock.locks WHERE name = 'st/sync'")[0][0],
+                 15)
+    check("standby back: the grant the caller never saw is released", gone,
+          "%r" % (q(obs, "SELECT array_agg(owner) FROM dlock.locks WHERE name = 'st/sync'")[0][0],))
+    check("standby back: the caller's session works",
+          q(call.c, "SELECT dlock_acquire('st/sync', ttl => '1 min', owner => 'ks') > 0")[0][0], "")
+    q(call.c, "SELECT dlock_release_all('ks')")
+    call.c.close()
+
+
+def log_lines(text):
+    with open(LOG, errors="replace") as f:
+        return sum(text in line for line in f)
+
+
+def failure_lines():
+    """The worker's lines about a failed batch or load, in any wording."""
+    with open(LOG, errors="replace") as f:
+        return sum("dlock lock manager: " in line and " failed" in line for line in f)
+
+
+def hostile_settings(obs):
+    q(obs, "ALTER DATABASE postgres SET default_transaction_read_only = on")
+    q(obs, "ALTER ROLE postgres SET statement_timeout = '1ms'")
+    q(obs, "ALTER ROLE postgres IN DATABASE postgres SET lock_timeout = '1ms'")
+    q(obs, "ALTER DATABASE postgres SET idle_in_transaction_session_timeout = '1ms'")
+    failed_before = failure_lines()
+    try:
+        ok = restart_worker(obs)
+        c = conn()
+        idle = True
+        for sql in ("SELECT dlock_acquire('st/h', ttl => '1 min', owner => 'kh') > 0",
+                    "SELECT dlock_renew('st/h', owner => 'kh') > now()",
+                    "SELECT dlock_release('st/h', owner => 'kh')",
+                    "SELECT dlock_acquire('st/h') > 0",
+                    "SELECT dlock_release('st/h')"):
+            if not ok:
+                break
+            call = Call(sql, c=c)
+            idle = call.done(10 + MARGIN)
+            ok = idle and call.result is True
+        check("read-only default, 1 ms statement and lock timeouts for the database and role:"
+              " the worker works", ok, "")
+        failures = failure_lines() - failed_before
+        check("... and logs no failed batch", failures == 0,
+              "%d failure lines in the log" % failures)
+        if idle:
+            c.close()
+    finally:
+        q(obs, "ALTER DATABASE postgres RESET ALL")
+        q(obs, "ALTER ROLE postgres RESET ALL")
+        q(obs, "ALTER ROLE postgres IN DATABASE postgres RESET ALL")
+    restart_worker(obs)
+
+
+def failing_load(obs):
+    q(obs, """CREATE FUNCTION public.poison() RETURNS trigger LANGUAGE plpgsql AS
+              $$BEGIN RAISE EXCEPTION 'dlock test: queue is poisoned'; END$$""")
+    q(obs, "CREATE TRIGGER poison BEFORE DELETE ON dlock.queue"
+           " FOR EACH STATEMENT EXECUTE FUNCTION public.poison()")
+    before = failure_lines()
+    old = worker_pid(obs)
+    q(obs, "SELECT pg_terminate_backend(%s)", (old,))
+    until(lambda: worker_pid(obs) not in (None, old), 30, 0.05)
+    time.sleep(4)
+    lines = failure_lines() - before
+    # 10 ms after each failure would be hundreds; growing pauses: about 9
+    check("failing load: retried with growing pauses, a few log lines in 4 s",
+          1 <= lines <= 12, "%d lines" % lines)
+    call = Call("SELECT dlock_acquire('st/p')")
+    ended = call.done(5 + MARGIN)
+    check("failing load: a request fails with the reason instead of waiting",
+          ended and call.error == "XX000", "still waiting" if not ended else
+          "%r %r" % (call.result, call.error))
+    q(obs, "DROP TRIGGER poison ON dlock.queue")
+    q(obs, "DROP FUNCTION public.poison()")
+    check("failing load: works again once the cause is gone", wait_ready(), "")
+    check("failing load: the recovery is logged",
+          until(lambda: log_lines("working again after") > 0, 10), "")
+    call.c.close()
+
+
+def walwriter_pid():
+    out = subprocess.run(["pgrep", "-f", "postgres: walwriter"], capture_output=True, text=True)
+    for pid in out.stdout.split():
+        try:
+            if os.readlink("/proc/%s/cwd" % pid).startswith(os.path.realpath(DIR)):
+                return int(pid)
+        except OSError:
+            pass
+    return None
+
+
+def synchronous_commit_off(obs):
+    """Last: it crashes the server (obs is lost)."""
+    q(obs, "ALTER DATABASE postgres SET synchronous_commit = off")
+    restart_worker(obs)
+    c = conn()
+    ww = walwriter_pid()
+    check("synchronous_commit off: the WAL writer found", ww is not None, "")
+    if ww is None:
+        return
+    os.kill(ww, signal.SIGSTOP)
+    try:
+        # the last acquire takes ticket 'hi', which reserves the next block
+        last = q(c, "SELECT max(dlock_acquire('async/' || i)) FROM generate_series(1,"
+                    " (SELECT hi FROM dlock.ticket_counter) - dlock_acquire('async/0')) i")[0][0]
+        flushed = q(c, "SELECT pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn()")[0][0]
+        check("synchronous_commit off for the database: a new block of tickets is flushed"
+              " before its first token is handed out", flushed, "WAL not flushed")
+        # crash at once: the stopped WAL writer flushes nothing more
+        os.kill(ww, signal.SIGKILL)
+    finally:
+        try:
+            os.kill(ww, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    c.close()
+    ready = wait_ready(60)
+    obs = conn()
+    q(obs, "ALTER DATABASE postgres RESET synchronous_commit")
+    ready = ready and restart_worker(obs)
+    c = conn()
+    check("synchronous_commit off, crash right after a new block: new token beyond every old one",
+          ready and q(c, "SELECT dlock_acquire('async/after') > %s", (last,))[0][0], "")
+    q(c, "SELECT dlock_release_all()")
+    c.close()
+    obs.close()
+
+
+def long_detail(obs):
+    """A deadlock DETAIL longer than the 1 KiB answer buffer, of names in
+    two-byte characters (600 bytes each), to clients reading LATIN1: cut on
+    a character boundary, the client gets 40P01, not a conversion error
+    (22021) for half a character."""
+    a, b = conn(), conn()
+    for c in (a, b):
+        c.set_client_encoding("LATIN1")
+    q(a, "SELECT dlock_acquire(repeat(chr(233), 300))")
+    q(b, "SELECT dlock_acquire(repeat(chr(252), 300))")
+    waiter = Call("SELECT dlock_acquire(repeat(chr(252), 300))", c=a)
+    until(lambda: waiting(obs, waiter.pid), 15)
+    try:
+        q(b, "SELECT dlock_acquire(repeat(chr(233), 300))")
+        got = "granted"
+    except psycopg2.Error as e:
+        got = "%s %d" % (e.pgcode, len(e.diag.message_detail or ""))
+    q(b, "SELECT dlock_release_all()")
+    check("a long deadlock DETAIL in two-byte characters reaches a LATIN1 client",
+          got.startswith("40P01 ") and int(got.split()[1]) > 400, got)
+    waiter.done(MARGIN)
+    q(a, "SELECT dlock_release_all()")
+    a.close()
+    b.close()
+
+
+PARTS = (long_detail, stopped_worker, standby_gone, hostile_settings, failing_load,
+         synchronous_commit_off)   # the last crashes the server
+
+
+def main():
+    env = dict(os.environ, PG_FSYNC="on", PG_EXTRA_CONF="dlock.reap_interval = '100ms'")
+    if subprocess.run([CLUSTER, "start", DIR, PORT], env=env).returncode != 0:
+        print("stuck: 0 passed, 1 failed")
+        return 1
+    try:
+        obs = conn()
+        for part in PARTS:
+            if len(sys.argv) <= 3 or part.__name__ in sys.argv[3:]:
+                part(obs)
+    except Exception as e:  # a check that could not run is a failure
+        check("the checks ran to the end", False, "%s: %s" % (type(e).__name__, e))
+    finally:
+        subprocess.run([CLUSTER, "stop", DIR])
+    return report("stuck", checks)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
