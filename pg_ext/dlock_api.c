@@ -254,7 +254,14 @@ abandon(DLockSlot *slot, DLockReply *reply)
 	pending = slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED;
 	if (pending)
 	{
-		slot->cancel = true;
+		/*
+		 * A wait is withdrawn; a release or renewal is still carried out
+		 * (the undo of a grant is one: withdrawn, it would leave the lock
+		 * held by a session that was told otherwise).
+		 */
+		if (slot->op == DLOCK_OP_ACQUIRE || slot->op == DLOCK_OP_TRY ||
+			slot->op == DLOCK_OP_ACQUIRE_ALL || slot->op == DLOCK_OP_CONVERT)
+			slot->cancel = true;
 		slot->abandoned = true;
 	}
 	SpinLockRelease(&slot->mutex);

@@ -278,7 +278,15 @@ def synchronous_commit_off(obs):
     check("synchronous_commit off: the WAL writer found", ww is not None, "")
     if ww is None:
         return
-    os.kill(ww, signal.SIGSTOP)
+    # stop it only where it waits for work: stopped while it holds the WAL
+    # write lock (flushing), it would stop every committer, the worker too
+    for _ in range(500):
+        os.kill(ww, signal.SIGSTOP)
+        if q(obs, "SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (ww,))[0][0] \
+                == "WalWriterMain":
+            break
+        os.kill(ww, signal.SIGCONT)
+        time.sleep(0.01)
     try:
         # the last acquire takes ticket 'hi', which reserves the next block
         last = q(c, "SELECT max(dlock_acquire('async/' || i)) FROM generate_series(1,"
