@@ -34,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 import psycopg2
 
@@ -355,7 +356,10 @@ def main():
             if len(sys.argv) <= 3 or part.__name__ in sys.argv[3:]:
                 part(obs)
     except Exception as e:  # a check that could not run is a failure
-        check("the checks ran to the end", False, "%s: %s" % (type(e).__name__, e))
+        check("the checks ran to the end", False, "%s: %s at %s" % (
+            type(e).__name__, str(e).strip(),
+            " < ".join("%s:%d" % (f.name, f.lineno)
+                       for f in reversed(traceback.extract_tb(e.__traceback__)))))
     finally:
         subprocess.run([CLUSTER, "stop", DIR])
     return report("stuck", checks)
