@@ -15,6 +15,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 MTR_DIR=/usr/share/mysql/mysql-test
+BASE=
 VARDIR=
 LOG=
 
@@ -39,6 +40,7 @@ cleanup() {
 		done
 		[ -n "${KEEP_VARDIR:-}" ] || rm -rf "$VARDIR"
 	fi
+	[ -n "$BASE" ] && [ -z "${KEEP_VARDIR:-}" ] && rm -rf "$BASE"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -59,12 +61,18 @@ fi
 make -s -C "$ROOT/mysql_udf" all install || { echo "build failed" >&2; finish 0 1; }
 
 # 3. the suite
-VARDIR=$(mktemp -d /tmp/dlock-mtr.XXXXXX)
-LOG="$VARDIR.log"
-export DLOCK_SQL_DIR="$ROOT/sql/mysql"
+# mariadb-test-run cuts a --suite path at its first "-", and the tests pass
+# DLOCK_SQL_DIR to a shell unquoted: reach the clone, wherever it lives
+# (a path with hyphens or spaces), through links in a plain temporary path
+BASE=$(mktemp -d /tmp/dlockmtr.XXXXXX)
+ln -s "$HERE" "$BASE/suite"
+ln -s "$ROOT/sql/mysql" "$BASE/sql"
+VARDIR=$BASE/var
+LOG="$BASE/mtr.log"
+export DLOCK_SQL_DIR="$BASE/sql"
 cd "$MTR_DIR" || finish 0 1
 # shellcheck disable=SC2086
-perl ./mariadb-test-run --suite="$HERE" --vardir="$VARDIR" \
+perl ./mariadb-test-run --suite="$BASE/suite" --vardir="$VARDIR" \
 	--force --max-test-fail=0 --retry=0 --parallel=1 \
 	--testcase-timeout=5 --suite-timeout=30 ${MTR_EXTRA:-} 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
