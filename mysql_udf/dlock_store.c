@@ -1143,8 +1143,9 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 	{
 		set_err(err, DLOCK_ER_UNKNOWN,
 				"%s: lock \"%s\" is already held in a weaker mode; "
-				"release it before asking for exclusive [DL003]", req->fn,
-				show_name(req->name, req->name_len, nb, sizeof(nb)));
+				"release it before asking for %s [DL003]", req->fn,
+				show_name(req->name, req->name_len, nb, sizeof(nb)),
+				req->mode == DLOCK_MODE_EX ? "exclusive" : "shared");
 		goto out;
 	}
 	if (a.state != ST_WAITING)

@@ -207,6 +207,9 @@ caller(DlockCaller *who)
 }
 
 /* Validate the name argument; 0 or raises the error. */
+#define DLOCK_STR(x) #x
+#define DLOCK_XSTR(x) DLOCK_STR(x)
+
 static int
 get_name(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 		 char *is_null)
@@ -233,7 +236,13 @@ get_name(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 				 "%s: a name starting with '/' is a path and must not have an empty segment or a trailing '/'%s",
 				 req->fn, "");
 			return -1;
-		default:
+		case DLOCK_CHECK_TOO_DEEP:
+			fail(error, is_null, DLOCK_ER_TOO_LONG,
+				 "%s: a path may have at most %s segments", req->fn,
+				 DLOCK_XSTR(DLOCK_MAX_PATH_DEPTH));
+			return -1;
+		case DLOCK_CHECK_TOO_LONG:
+		case DLOCK_CHECK_BAD_CHAR:	/* names may hold any byte; never returned */
 			fail(error, is_null, DLOCK_ER_TOO_LONG,
 				 "%s: lock name is longer than %s bytes", req->fn, "1024");
 			return -1;
@@ -333,7 +342,8 @@ get_mode(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 		return -1;
 	}
 	req->mode = dlock_mode_parse(args->args[i], args->lengths[i]);
-	if (req->mode == DLOCK_MODE_INVALID)
+	/* the stored procedures know shared and exclusive only */
+	if (req->mode != DLOCK_MODE_PR && req->mode != DLOCK_MODE_EX)
 	{
 		n = args->lengths[i] < sizeof(shown) - 1 ? args->lengths[i] : sizeof(shown) - 1;
 		for (size_t k = 0; k < n; k++)
@@ -344,7 +354,7 @@ get_mode(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 		}
 		shown[n] = '\0';
 		fail(error, is_null, DLOCK_ER_ARGS,
-			 "%s: unknown lock mode \"%s\" (expected exclusive or shared)",
+			 "%s: unknown lock mode \"%s\" (expected exclusive or shared; the other DLM modes are PostgreSQL's only)",
 			 req->fn, shown);
 		return -1;
 	}
