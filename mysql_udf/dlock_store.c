@@ -96,7 +96,8 @@ static const char *const Q[NQ] = {
 	"SELECT name FROM dlock.held WHERE holder = ? "
 	"UNION SELECT name FROM dlock.queue WHERE holder = ?",
 	[Q_HOLDER] =
-	"SELECT GROUP_CONCAT(IFNULL(owner, conn_id) ORDER BY token "
+	"SELECT GROUP_CONCAT(IF(owner IS NULL OR (server = ? AND incarnation = ? "
+	"AND conn_id = ?), IFNULL(owner, conn_id), '(owner key)') ORDER BY token "
 	"SEPARATOR ', ') FROM dlock.held "
 	"WHERE name = ? AND (expires_at IS NULL OR expires_at > NOW(6))",
 	[Q_EXPIRED_NAMES] =
@@ -1406,14 +1407,17 @@ out:
 }
 
 int
-dls_holder(const DlockReq *req, char **out, size_t *out_len, DlockErr *err)
+dls_holder(const DlockCaller *who, const DlockReq *req, char **out,
+		   size_t *out_len, DlockErr *err)
 {
 	StrRow		sr = {0};
-	P			p[1] = {PS(req->name, req->name_len)};
+	P			p[4] = {PS(server_id, strlen(server_id)),
+		PS(incarnation, strlen(incarnation)), PI(who->conn_id),
+	PS(req->name, req->name_len)};
 
 	*out = NULL;
 	*out_len = 0;
-	if (scan(req->fn, Q_HOLDER, p, 1, cb_str_row, &sr, err) != 0)
+	if (scan(req->fn, Q_HOLDER, p, 4, cb_str_row, &sr, err) != 0)
 	{
 		free(sr.s);
 		return -1;

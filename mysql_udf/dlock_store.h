@@ -96,12 +96,13 @@ extern int	dls_release_all(const DlockCaller *who, const DlockReq *req,
 							long long *count, DlockErr *err);
 
 /*
- * Who holds a lock: owner keys, or connection ids of session holders,
- * joined by ", " in token order.  *out is malloc'ed (caller frees), NULL
- * when the lock is free.
+ * Who holds a lock: connection ids of session holders, and owner keys,
+ * joined by ", " in token order.  A key guards release, so it is shown
+ * only to the connection that took the lock; anyone else sees "(owner
+ * key)".  *out is malloc'ed (caller frees), NULL when the lock is free.
  */
-extern int	dls_holder(const DlockReq *req, char **out, size_t *out_len,
-					   DlockErr *err);
+extern int	dls_holder(const DlockCaller *who, const DlockReq *req, char **out,
+					   size_t *out_len, DlockErr *err);
 
 /* Expire leases and clean up after dead sessions; *count = rows ended. */
 extern int	dls_reap(const DlockCaller *who, long long *count, DlockErr *err);

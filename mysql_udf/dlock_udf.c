@@ -671,17 +671,19 @@ dlock_holder(UDF_INIT *initid, UDF_ARGS *args, char *result,
 {
 	DlockReq	req = {0};
 	DlockErr	err = {0};
+	DlockCaller who;
 	char	   *out = NULL;
 	size_t		len = 0;
 	char	   *r;
 
 	(void) result;
+	caller(&who);
 	req.fn = "dlock_holder";
 	*is_null = 0;
 	*error = 0;
 	if (get_name(args, 0, &req, error, is_null) != 0)
 		return NULL;
-	if (dls_holder(&req, &out, &len, &err) != 0)
+	if (dls_holder(&who, &req, &out, &len, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
 		return NULL;
