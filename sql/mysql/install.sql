@@ -181,7 +181,7 @@ BEGIN
     DECLARE v_ticket, v_token BIGINT UNSIGNED;
     DECLARE v_mode, v_mask INT UNSIGNED DEFAULT 0;
     DECLARE v_holder VARBINARY(320);
-    DECLARE v_expired, v_rows, v_scanned INT DEFAULT 0;
+    DECLARE v_expired, v_rows INT DEFAULT 0;
     DECLARE v_done INT DEFAULT 0;
     DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_done = 1;
 
@@ -217,10 +217,12 @@ BEGIN
             DELETE FROM dlock.queue WHERE ticket = v_ticket;
             SET p_granted = CONCAT(p_granted, v_ticket, ':', v_token, ',');
         END IF;
-        SET v_mask = v_mask | (1 << v_mode), v_scanned = v_scanned + 1;
+        SET v_mask = v_mask | (1 << v_mode);
         -- with an exclusive request held or waiting nothing behind it can
-        -- pass (CR conflicts only with EX, and NL never waits)
-        IF v_mask & (1 << 5) OR v_scanned >= 256 THEN
+        -- pass (CR conflicts only with EX, and NL never waits).  No other
+        -- stop: a compatible request left queued would be passed by a
+        -- newcomer granted at once, with a larger token than its own
+        IF v_mask & (1 << 5) THEN
             SET v_done = 1;
         ELSE
             SELECT ticket, mode, holder INTO v_ticket, v_mode, v_holder
