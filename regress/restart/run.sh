@@ -120,7 +120,7 @@ check "lease gone after expiry (reap_interval 100ms)" \
 # (default 5 s) after the restart, so its live holder can come back and renew
 q "SELECT dlock_acquire('grace', ttl => '1 s', owner => 'kg')" >/dev/null
 before=$(q "SELECT token || ' ' || expires_at FROM dlock.locks WHERE name = 'grace'")
-runuser -u postgres -- "${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null
+(cd / && runuser -u postgres -- "${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null)
 sleep 1.5
 "$ROOT/scripts/pg_cluster.sh" start "$DIR" "$PORT"
 wait_ready
@@ -151,7 +151,7 @@ check "the WAL writer was stopped around the flush check" "${stopped:+yes}" "yes
 last=$(echo "$out" | head -1)
 check "dlock.synchronous_commit = off: a new block of tickets is flushed at once" \
     "$(echo "$out" | tail -1)" "t"
-runuser -u postgres -- "${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null
+(cd / && runuser -u postgres -- "${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null)
 "$ROOT/scripts/pg_cluster.sh" start "$DIR" "$PORT"
 wait_ready
 check "dlock.synchronous_commit = off, crash right after a new block of tickets: new token beyond every old one" \
