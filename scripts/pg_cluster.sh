@@ -26,11 +26,14 @@ set -eu
 BIN=${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}
 cmd=${1:?usage: pg_cluster.sh start|stop|status|restart|standby|promote DIR [PORT|MODE]}
 DIR=${2:?DIR}
+case "$DIR" in /*) ;; *) DIR=$PWD/$DIR ;; esac  # absolute: the programs run from /
 
-as_pg() { runuser -u postgres -- "$@"; }
+# from /: a cwd the postgres user cannot enter makes them print
+# "could not change directory ... Permission denied"
+as_pg() { (cd / && runuser -u postgres -- "$@"); }
 # pg_ctl for commands that start a server: with $PG_SERVER_ENV
 # shellcheck disable=SC2086
-pg_ctl_server() { runuser -u postgres -- env ${PG_SERVER_ENV:-} "$BIN/pg_ctl" "$@"; }
+pg_ctl_server() { (cd / && runuser -u postgres -- env ${PG_SERVER_ENV:-} "$BIN/pg_ctl" "$@"); }
 
 case "$cmd" in
 start)
@@ -83,6 +86,7 @@ restart)
     ;;
 standby)
     PORT=${3:?PORT}; PDIR=${4:?PRIMARY_DIR}; PPORT=${5:?PRIMARY_PORT}
+    case "$PDIR" in /*) ;; *) PDIR=$PWD/$PDIR ;; esac
     [ -e "$DIR/data" ] && { echo "pg_cluster.sh: $DIR/data exists already" >&2; exit 1; }
     mkdir -p "$DIR"; chmod 755 "$DIR"; chown postgres: "$DIR"
     nosync=--no-sync; [ "${PG_FSYNC:-off}" == "on" ] && nosync=

@@ -49,6 +49,16 @@ def alive(pid):
         return False
 
 
+class Precondition(Exception):
+    pass
+
+
+def need(ok, why):
+    """A setup step the checks depend on; without it they would prove nothing."""
+    if not ok:
+        raise Precondition(why)
+
+
 def main():
     base, pport, sport = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     a, b = os.path.join(base, "fo-a"), os.path.join(base, "fo-b")
@@ -62,8 +72,9 @@ def main():
         pa = connect(a, pport)
         q(pa, "ALTER SYSTEM SET synchronous_standby_names = '*'")
         q(pa, "SELECT pg_reload_conf()")
-        until(lambda: q(pa, "SELECT count(*) = 1 FROM pg_stat_replication"
-                            " WHERE sync_state = 'sync'")[0][0])
+        need(until(lambda: q(pa, "SELECT count(*) = 1 FROM pg_stat_replication"
+                                 " WHERE sync_state = 'sync'")[0][0]),
+             "the standby never became synchronous")
         q(pa, "SELECT dlock_acquire('fo-warm')")   # the worker is up, tickets reserved
         q(pa, "SELECT dlock_release('fo-warm')")
         # a grant whose commit cannot reach the standby
@@ -82,9 +93,11 @@ def main():
                 result["error"] = str(e).strip().splitlines()[0]
         t = threading.Thread(target=acquire)
         t.start()
-        until(lambda: q(pa, "SELECT count(*) = 1 FROM pg_stat_activity"
-                            " WHERE backend_type = 'dlock lock manager'"
-                            " AND wait_event = 'SyncRep'")[0][0], timeout=10)
+        # without this the grant below was never waiting on the standby
+        need(until(lambda: q(pa, "SELECT count(*) = 1 FROM pg_stat_activity"
+                                 " WHERE backend_type = 'dlock lock manager'"
+                                 " AND wait_event = 'SyncRep'")[0][0], timeout=60),
+             "the worker never waited for the standby (SyncRep); answer: %s" % result)
         with open(os.path.join(a, "data", "postmaster.pid")) as f:
             pm = int(f.readline())
         # the waiting backend must not simply die before it looks at its
@@ -94,27 +107,33 @@ def main():
         os.kill(waiting_pid, signal.SIGSTOP)
         stopped.append(waiting_pid)
         os.kill(pm, signal.SIGKILL)
-        until(lambda: not alive(worker), timeout=10)
+        need(until(lambda: not alive(worker), timeout=60),
+             "the worker outlived its postmaster")
         os.kill(waiting_pid, signal.SIGCONT)
         stopped.remove(waiting_pid)
         t.join(30)
         os.kill(walsender, signal.SIGKILL)
         stopped.remove(walsender)
-        until(lambda: not alive(pm))
+        need(until(lambda: not alive(pm), timeout=60), "the postmaster did not die")
         cluster("promote", b)
         pb = connect(b, sport)
-        until(lambda: q(pb, "SELECT count(*) = 1 FROM pg_stat_activity"
-                            " WHERE backend_type = 'dlock lock manager'")[0][0])
+        need(until(lambda: q(pb, "SELECT count(*) = 1 FROM pg_stat_activity"
+                                 " WHERE backend_type = 'dlock lock manager'")[0][0],
+                   timeout=60), "no lock manager on the promoted standby")
         held = q(pb, "SELECT token FROM dlock.held WHERE owner = 'fo-key'")
         tok = result.get("token")
-        checks.append(("the grant was not acknowledged, or the promoted standby holds it"
-                       " with its token",
-                       tok is None or held == [(tok,)],
+        # the grant's commit never reached the standby (its walsender was
+        # stopped first), so an acknowledged token would be a lost grant
+        checks.append(("the grant that never reached the standby was not acknowledged,"
+                       " and the promoted standby does not hold it",
+                       tok is None and held == [],
                        "acknowledged token %s, held on the standby: %s (%s)"
                        % (tok, held, result.get("error"))))
         checks.append(("the waiting call ended (with an error) when the primary died",
                        "error" in result or tok is not None, str(result)))
         pb.close()
+    except Precondition as e:
+        checks.append(("precondition", False, str(e)))
     finally:
         for p in stopped:
             os.kill(p, signal.SIGKILL)      # never leave a stopped process behind

@@ -10,7 +10,7 @@ DIR=$(mktemp -d /tmp/dlock-setup.XXXXXX)
 chmod 755 "$DIR"; chown postgres "$DIR"
 passed=0; failed=0
 
-pg() { runuser -u postgres -- "$@"; }
+pg() { (cd / && runuser -u postgres -- "$@"); }  # from /: no "could not change directory"
 stop() { pg "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1; }
 cleanup() { stop; rm -rf "$DIR"; }
 trap cleanup EXIT

@@ -40,10 +40,12 @@ SELECT dlock_acquire('api/lease', timeout => '5 s', ttl => '30 s') > 0 AS grante
 SELECT l.expires_at BETWEEN clock_timestamp() + '29 s' AND clock_timestamp() + '30 s' AS expiry_30s,
        h.ttl = '30 s' AS ttl_kept
   FROM dlock.locks l JOIN dlock.held h USING (token) WHERE l.name = 'api/lease';
-SELECT dlock_renew('api/lease', '60 s') BETWEEN clock_timestamp() + '59 s'
-                                            AND clock_timestamp() + '60 s' AS renewed_60s;
-SELECT dlock_renew('api/lease') BETWEEN clock_timestamp() + '59 s'
-                                    AND clock_timestamp() + '60 s' AS renewed_with_own_ttl;
+-- (renew called once, in a materialized CTE: BETWEEN would evaluate it twice;
+-- bounds from the statement's start and from after the call: no stall breaks them)
+WITH r AS MATERIALIZED (SELECT dlock_renew('api/lease', '60 s') AS e)
+SELECT e BETWEEN statement_timestamp() + '60 s' AND clock_timestamp() + '60 s' AS renewed_60s FROM r;
+WITH r AS MATERIALIZED (SELECT dlock_renew('api/lease') AS e)
+SELECT e BETWEEN statement_timestamp() + '60 s' AND clock_timestamp() + '60 s' AS renewed_with_own_ttl FROM r;
 SELECT expires_at > clock_timestamp() + '59 s' AS view_shows_expiry
   FROM dlock.locks WHERE name = 'api/lease';
 
