@@ -12,7 +12,12 @@ passed=0; failed=0
 
 pg() { (cd / && runuser -u postgres -- "$@"); }  # from /: no "could not change directory"
 stop() { pg "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1; }
-cleanup() { stop; rm -rf "$DIR"; }
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cleanup() {
+    stop
+    [ -n "${CLONE:-}" ] && "$CLONE/scripts/pg_cluster.sh" stop "$CLONE/pg" >/dev/null 2>&1
+    rm -rf "$DIR"
+}
 trap cleanup EXIT
 
 start() {  # start with extra postgresql.conf lines in $1
@@ -90,6 +95,35 @@ expect "create extension in another database" "CREATE EXTENSION dlock" \
     "55000: dlock must be created in database \"postgres\"" other
 expect "works where it belongs" "SELECT dlock_acquire('x') > 0" "ok"
 stop
+
+# 4. a clone in a folder whose path has a hyphen and a space (once the
+# MariaDB suite cut such a path at the '-'): its build and its scripts work
+CLONE="$DIR/my-clone dir/p"
+mkdir -p "$CLONE"
+if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+    git -C "$ROOT" ls-files -z | (cd "$ROOT" && xargs -0 cp --parents -t "$CLONE")
+else
+    cp -a "$ROOT/." "$CLONE"
+fi
+if make -s -C "$CLONE/pg_ext" >/dev/null 2>&1; then
+    echo "ok   pg_ext builds from a path with '-' and ' '"; passed=$((passed + 1))
+else
+    echo "FAIL pg_ext builds from a path with '-' and ' '"; failed=$((failed + 1))
+fi
+CPORT=$((PORT + 1))
+if "$CLONE/scripts/pg_cluster.sh" start "$CLONE/pg" "$CPORT" 2> "$DIR/clone.err"; then
+    out=$(PGHOST="$CLONE/pg" PGPORT=$CPORT PGUSER=postgres PGDATABASE=postgres \
+          /usr/bin/python3 "$CLONE/regress/scenarios/run.py" fifo 2>&1 | tail -1)
+    if [ "$out" == "scenarios: 1 passed, 0 failed" ] && ! grep -q . "$DIR/clone.err"; then
+        echo "ok   a cluster and a scenario from that path, quietly"; passed=$((passed + 1))
+    else
+        echo "FAIL a cluster and a scenario from that path: $out $(head -3 "$DIR/clone.err")"
+        failed=$((failed + 1))
+    fi
+else
+    echo "FAIL a cluster from that path: $(head -3 "$DIR/clone.err")"; failed=$((failed + 1))
+fi
+"$CLONE/scripts/pg_cluster.sh" stop "$CLONE/pg" "$CPORT"
 
 echo "setup: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
