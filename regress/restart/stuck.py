@@ -56,10 +56,12 @@ def check(what, ok, detail=""):
 
 
 def conn():
-    c = connect(host=DIR, port=PORT, user="postgres", dbname="postgres")
-    # the role's own settings below must not reach the test's sessions
-    q(c, "SET statement_timeout = 0; SET lock_timeout = 0")
-    return c
+    # the role's and database's settings below must not reach the test's
+    # sessions: startup options win over them before any statement runs (a
+    # SET would itself run under a 1 ms statement_timeout)
+    return connect(host=DIR, port=PORT, user="postgres", dbname="postgres",
+                   options="-c statement_timeout=0 -c lock_timeout=0"
+                           " -c default_transaction_read_only=off")
 
 
 def worker_pid(obs):
