@@ -11,10 +11,11 @@
  *
  * A backend whose wait must end while the worker does not answer (it is
  * stuck in an error loop, or its commit waits for a synchronous standby
- * that is gone) marks the request abandoned and leaves.  The worker then
- * publishes no answer: it undoes a grant the backend never saw (the slot
- * becomes a release of the same names, SUBMITTED again) and frees the
- * slot.  The backend's next call waits until the slot is FREE.
+ * that is gone) marks the request abandoned and leaves.  The worker frees
+ * the slot of an abandoned request once it is decided, except for a grant:
+ * that answer stays (DONE, still marked abandoned), and the backend's next
+ * call releases it again before anything else (session end does the same).
+ * The backend's next call waits until the slot is FREE or DONE.
  *
  * Every field of a slot is read and written under the slot's spinlock, by
  * copying: nobody works on a slot in place.  The worker publishes a result

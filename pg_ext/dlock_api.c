@@ -79,6 +79,7 @@ typedef struct DLockReply
 static bool session_registered = false;
 
 static bool wait_for_worker(TimestampTz timeout_at);
+static void submit(DLockSlot *slot, const struct DLockRequest *req);
 
 /*
  * Every SQL function calls this first: without the preloaded library there
@@ -308,23 +309,49 @@ await_verdict(DLockSlot *slot, DLockReply *reply)
 /*
  * await_free_slot
  *		Before a new request: wait until the worker has finished a request
- *		this session abandoned (its undo comes before anything we ask now).
- *		Returns false if the new request's timeout passed first.
+ *		this session abandoned.  One that was granted after all comes back
+ *		as an answer with the abandoned mark: release it again first, as
+ *		withdraw() would have (so the undo comes before anything we ask
+ *		now).  Returns false if the new request's timeout passed first.
  */
 static bool
 await_free_slot(DLockSlot *slot, TimestampTz timeout_at)
 {
-	DLockReply	stale;
-
 	for (;;)
 	{
 		DLockSlotState state;
+		bool		undo;
+		DLockReply	stale;
 
-		(void) take_reply(slot, &stale);	/* an answer nobody waits for */
 		SpinLockAcquire(&slot->mutex);
 		state = slot->state;
+		undo = state == DLOCK_SLOT_DONE && slot->abandoned &&
+			slot->status == DLOCK_STATUS_GRANTED &&
+			(slot->op == DLOCK_OP_ACQUIRE || slot->op == DLOCK_OP_TRY ||
+			 slot->op == DLOCK_OP_ACQUIRE_ALL);
 		SpinLockRelease(&slot->mutex);
-		if (state == DLOCK_SLOT_FREE)
+		if (undo)
+		{
+			/* the names and owner are still in the slot: copy them out */
+			DLockRequest rel = {0};
+
+			rel.op = DLOCK_OP_RELEASE;
+			rel.name_len = slot->name_len;
+			rel.name = memcpy(palloc(slot->name_len + 1), dlock_slot_name(slot),
+							  slot->name_len);
+			rel.nnames = slot->nnames;
+			if (slot->owner_len > 0)
+			{
+				rel.owner_len = slot->owner_len;
+				rel.owner = memcpy(palloc(slot->owner_len), dlock_slot_owner(slot),
+								   slot->owner_len);
+			}
+			(void) take_reply(slot, &stale);
+			submit(slot, &rel);
+			continue;
+		}
+		(void) take_reply(slot, &stale);	/* an answer nobody waits for */
+		if (state == DLOCK_SLOT_FREE || state == DLOCK_SLOT_DONE)
 			return true;
 		if (!wait_for_worker(timeout_at))
 			return false;

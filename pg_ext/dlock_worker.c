@@ -1919,28 +1919,14 @@ publish(void)
 			slot->state = DLOCK_SLOT_FREE;
 			slot->cancel = false;
 		}
-		else if (o->answered && slot->abandoned)
+		else if (o->answered && slot->abandoned &&
+				 !(o->status == DLOCK_STATUS_GRANTED && is_acquire_op(slot->op)))
 		{
-			if (o->status == DLOCK_STATUS_GRANTED && is_acquire_op(slot->op))
-			{
-				/*
-				 * Nobody will report this grant: release it again, as the
-				 * backend would have (one request for all its names).
-				 */
-				slot->op = DLOCK_OP_RELEASE;
-				slot->timeout_at = 0;
-				slot->cancel = false;
-				slot->seq = pg_atomic_fetch_add_u64(&dlock_shared->next_seq, 1);
-				slot->state = DLOCK_SLOT_SUBMITTED;
-				SetLatch(MyLatch);	/* run it without waiting for a wake-up */
-			}
-			else
-			{
-				slot->state = DLOCK_SLOT_FREE;
-				slot->cancel = false;
-				slot->abandoned = false;
-				wake = true;	/* its next call may wait for the slot */
-			}
+			/* nobody waits for this answer, and nothing needs undoing */
+			slot->state = DLOCK_SLOT_FREE;
+			slot->cancel = false;
+			slot->abandoned = false;
+			wake = true;		/* its next call may wait for the slot */
 		}
 		else if (o->answered)
 		{
