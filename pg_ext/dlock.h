@@ -8,7 +8,21 @@
  *
  *	FREE --backend--> SUBMITTED --worker--> ACCEPTED --worker--> DONE
  *	DONE --backend--> FREE
-
+ *
+ * A backend whose wait must end while the worker does not answer (it is
+ * stuck in an error loop, or its commit waits for a synchronous standby
+ * that is gone) marks the request abandoned and leaves.  The worker frees
+ * the slot of an abandoned request once it is decided, except for a grant:
+ * that answer stays (DONE, still marked abandoned), and the backend's next
+ * call releases it again before anything else (session end does the same).
+ * The backend's next call waits until the slot is FREE or DONE.
+ *
+ * Every field of a slot is read and written under the slot's spinlock, by
+ * copying: nobody works on a slot in place.  The worker publishes a result
+ * only after the transaction that made it durable has committed, then sets
+ * the backend's latch.  A backend that wants its pending request withdrawn
+ * (cancel, timeout) sets 'cancel' and waits for DONE: the result then says
+ * whether it was withdrawn or decided first.
  */
 #ifndef DLOCK_H
 #define DLOCK_H
@@ -80,6 +94,9 @@ typedef struct DLockSlot
 
 	DLockSlotState state;
 	bool		cancel;			/* backend asks to withdraw the request */
+	bool		abandoned;		/* backend stopped waiting for the answer:
+								 * the worker finishes the request itself,
+								 * undoes a grant, and frees the slot */
 	uint64		seq;			/* submission order, for FIFO among a batch */
 
 	/* request */

@@ -44,6 +44,15 @@ PG_FUNCTION_INFO_V1(dlock_new_owner);
  */
 #define DLOCK_WORKER_CHECK_MS 1000
 
+/*
+ * How long a backend that stops waiting (timeout, cancel, an error) waits
+ * for the worker's verdict on its withdrawal before it abandons the request
+ * to the worker.  A working worker answers within one batch; this bounds
+ * the call when the worker is stuck (an error loop, a commit waiting for a
+ * synchronous standby that is gone).
+ */
+#define DLOCK_WITHDRAW_GRACE_MS 500
+
 typedef struct DLockRequest
 {
 	DLockOp		op;
@@ -70,6 +79,7 @@ typedef struct DLockReply
 static bool session_registered = false;
 
 static bool wait_for_worker(TimestampTz timeout_at);
+static void submit(DLockSlot *slot, const struct DLockRequest *req);
 
 /*
  * Every SQL function calls this first: without the preloaded library there
@@ -229,31 +239,128 @@ take_reply(DLockSlot *slot, DLockReply *reply)
 }
 
 /*
- * wait_uninterruptibly
- *		Wait for the worker's answer without processing interrupts: used
- *		while withdrawing, when an interrupt is what brought us here.  Gives
- *		up (answer CANCELED, request left flagged for a future worker) if
- *		no worker runs.
+ * abandon
+ *		Give the pending request to the worker: it will finish it without
+ *		answering, undo a grant, and free the slot.  Returns true instead if
+ *		the answer had come after all (then it is in reply).
  */
-static void
-wait_uninterruptibly(DLockSlot *slot, DLockReply *reply)
+static bool
+abandon(DLockSlot *slot, DLockReply *reply)
 {
+	bool		pending;
+
+	if (take_reply(slot, reply))
+		return true;
+	SpinLockAcquire(&slot->mutex);
+	pending = slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED;
+	if (pending)
+	{
+		/*
+		 * A wait is withdrawn; a release or renewal is still carried out
+		 * (the undo of a grant is one: withdrawn, it would leave the lock
+		 * held by a session that was told otherwise).
+		 */
+		if (slot->op == DLOCK_OP_ACQUIRE || slot->op == DLOCK_OP_TRY ||
+			slot->op == DLOCK_OP_ACQUIRE_ALL || slot->op == DLOCK_OP_CONVERT)
+			slot->cancel = true;
+		slot->abandoned = true;
+	}
+	SpinLockRelease(&slot->mutex);
+	if (!pending)
+		return take_reply(slot, reply);
+	dlock_wake_worker();
+	return false;
+}
+
+/*
+ * await_verdict
+ *		Wait for the answer to a withdrawal without processing interrupts
+ *		(an interrupt may be what brought us here), at most
+ *		DLOCK_WITHDRAW_GRACE_MS.  If it does not come, or no worker runs,
+ *		abandon the request and answer CANCELED: whatever the worker does,
+ *		the call ends.
+ */
+static bool
+await_verdict(DLockSlot *slot, DLockReply *reply)
+{
+	TimestampTz give_up = GetCurrentTimestamp() +
+		(int64) DLOCK_WITHDRAW_GRACE_MS * 1000;
+
 	while (!take_reply(slot, reply))
 	{
-		if (!worker_running())
+		/*
+		 * A worker publishes its answers before it clears its pid, so one
+		 * that answered and then left is seen by abandon's last look.
+		 */
+		if (!worker_running() || GetCurrentTimestamp() >= give_up)
 		{
-			/*
-			 * A worker publishes its answers before it clears its pid, so one
-			 * that answered and then left is seen here: look once more.
-			 */
-			if (take_reply(slot, reply))
-				return;
+			if (abandon(slot, reply))
+				return true;
 			reply->status = DLOCK_STATUS_CANCELED;
-			return;
+			return false;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100, PG_WAIT_EXTENSION);
+						 20, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+	}
+	return true;
+}
+
+/*
+ * await_free_slot
+ *		Before a new request: wait until the worker has finished a request
+ *		this session abandoned.  One that was granted after all comes back
+ *		as an answer with the abandoned mark: release it again first, as
+ *		withdraw() would have (so the undo comes before anything we ask
+ *		now).  Returns false if the new request's timeout passed first.
+ */
+static bool
+await_free_slot(DLockSlot *slot, TimestampTz timeout_at)
+{
+	for (;;)
+	{
+		DLockSlotState state;
+		bool		undo;
+		DLockReply	stale;
+
+		SpinLockAcquire(&slot->mutex);
+		state = slot->state;
+		undo = state == DLOCK_SLOT_DONE && slot->abandoned &&
+			slot->status == DLOCK_STATUS_GRANTED &&
+			(slot->op == DLOCK_OP_ACQUIRE || slot->op == DLOCK_OP_TRY ||
+			 slot->op == DLOCK_OP_ACQUIRE_ALL);
+		SpinLockRelease(&slot->mutex);
+		if (undo)
+		{
+			/* the names and owner are still in the slot: copy them out */
+			DLockRequest rel = {0};
+
+			rel.op = DLOCK_OP_RELEASE;
+			rel.name_len = slot->name_len;
+			rel.name = memcpy(palloc(slot->name_len + 1), dlock_slot_name(slot),
+							  slot->name_len);
+			rel.nnames = slot->nnames;
+			if (slot->owner_len > 0)
+			{
+				rel.owner_len = slot->owner_len;
+				rel.owner = memcpy(palloc(slot->owner_len), dlock_slot_owner(slot),
+								   slot->owner_len);
+			}
+			(void) take_reply(slot, &stale);
+			submit(slot, &rel);
+			continue;
+		}
+		(void) take_reply(slot, &stale);	/* an answer nobody waits for */
+		if (state == DLOCK_SLOT_FREE || state == DLOCK_SLOT_DONE)
+			return true;
+		if (!wait_for_worker(timeout_at))
+			return false;
+		if (timeout_at != 0 && GetCurrentTimestamp() >= timeout_at)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 20, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
 	}
 }
 
@@ -276,6 +383,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->ticket = 0;
 	slot->status = DLOCK_STATUS_NONE;
 	slot->cancel = false;
+	slot->abandoned = false;
 	slot->seq = pg_atomic_fetch_add_u64(&dlock_shared->next_seq, 1);
 	slot->state = DLOCK_SLOT_SUBMITTED;
 	SpinLockRelease(&slot->mutex);
@@ -285,12 +393,13 @@ submit(DLockSlot *slot, const DLockRequest *req)
 /*
  * withdraw
  *		Ask the worker to withdraw our pending request and wait for the
- *		verdict.  If it had been granted before the worker saw the request
- *		to withdraw, and the caller will not report it (undo_grant), release
- *		it again, so that no lock is left granted to nobody.  Every name of
- *		it goes in one release request: if no worker runs now, that request
- *		waits in the slot for the next one (a second request would overwrite
- *		it, and leave its names held).
+ *		verdict (bounded: see await_verdict; an abandoned request's grant is
+ *		undone by the worker).  If it had been granted before the worker saw
+ *		the request to withdraw, and the caller will not report it
+ *		(undo_grant), release it again, so that no lock is left granted to
+ *		nobody.  Every name of it goes in one release request: if no worker
+ *		runs now, that request waits in the slot for the next one (a second
+ *		request would overwrite it, and leave its names held).
  */
 static void
 withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
@@ -301,7 +410,8 @@ withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
 		slot->cancel = true;
 	SpinLockRelease(&slot->mutex);
 	dlock_wake_worker();
-	wait_uninterruptibly(slot, reply);
+	if (!await_verdict(slot, reply))
+		return;
 
 	if (undo_grant && reply->status == DLOCK_STATUS_GRANTED &&
 		(req->op == DLOCK_OP_ACQUIRE || req->op == DLOCK_OP_TRY ||
@@ -313,7 +423,7 @@ withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
 		undo.op = DLOCK_OP_RELEASE;
 		undo.timeout_at = 0;
 		submit(slot, &undo);
-		wait_uninterruptibly(slot, &ignored);
+		(void) await_verdict(slot, &ignored);
 	}
 }
 
@@ -330,28 +440,11 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 	check_loaded();
 	slot = my_slot();
 
-	/* a request abandoned when no worker ran may still be pending */
-	if (!take_reply(slot, reply))
+	/* a request this session abandoned may still be pending */
+	if (!await_free_slot(slot, req->timeout_at))
 	{
-		DLockSlotState state;
-
-		SpinLockAcquire(&slot->mutex);
-		state = slot->state;
-		SpinLockRelease(&slot->mutex);
-		if (state != DLOCK_SLOT_FREE)
-		{
-			if (!wait_for_worker(req->timeout_at))
-			{
-				reply->status = DLOCK_STATUS_CANCELED;	/* timed out first */
-				return;
-			}
-			wait_uninterruptibly(slot, reply);
-			SpinLockAcquire(&slot->mutex);
-			state = slot->state;
-			SpinLockRelease(&slot->mutex);
-			if (state != DLOCK_SLOT_FREE)
-				error_no_worker();
-		}
+		reply->status = DLOCK_STATUS_CANCELED;	/* timed out first */
+		return;
 	}
 	if (!wait_for_worker(req->timeout_at))
 	{

@@ -93,6 +93,7 @@ typedef struct Request
 	/* for a session that ended: where its last request stood */
 	DLockSlotState state;
 	DLockStatus status;
+	bool		abandoned;
 } Request;
 
 /* What to tell a slot once the batch has committed. */
@@ -1758,8 +1759,8 @@ is_acquire_op(DLockOp op)
 /*
  * session_gone
  *		Clean up after an exited session: its waiting request, a grant it
- *		never collected (owner-keyed: the session's own locks go anyway),
- *		and every lock the session owns.
+ *		never collected or an undo of one still pending (owner-keyed: the
+ *		session's own locks go anyway), and every lock the session owns.
  */
 static void
 session_gone(Request *last, TimestampTz now)
@@ -1768,10 +1769,12 @@ session_gone(Request *last, TimestampTz now)
 	DOwner	   *owner;
 	bool		uncollected = last->state == DLOCK_SLOT_DONE &&
 		last->status == DLOCK_STATUS_GRANTED && is_acquire_op(last->op);
+	bool		undo_pending = last->abandoned && last->op == DLOCK_OP_RELEASE &&
+		(last->state == DLOCK_SLOT_SUBMITTED || last->state == DLOCK_SLOT_ACCEPTED);
 
 	if (w)
 		withdraw_waiter(w, now);
-	if (uncollected && last->owner != NULL)
+	if ((uncollected || undo_pending) && last->owner != NULL)
 	{
 		for (int i = 0; i < last->nnames; i++)
 		{
@@ -1821,6 +1824,7 @@ collect(List **ended, List **withdrawn, List **fresh)
 			copy_request(slot, i, r);
 			r->state = slot->state;
 			r->status = slot->status;
+			r->abandoned = slot->abandoned;
 			SpinLockRelease(&slot->mutex);
 			*ended = lappend(*ended, r);
 		}
@@ -1914,6 +1918,15 @@ publish(void)
 			slot->session_ended = false;
 			slot->state = DLOCK_SLOT_FREE;
 			slot->cancel = false;
+		}
+		else if (o->answered && slot->abandoned &&
+				 !(o->status == DLOCK_STATUS_GRANTED && is_acquire_op(slot->op)))
+		{
+			/* nobody waits for this answer, and nothing needs undoing */
+			slot->state = DLOCK_SLOT_FREE;
+			slot->cancel = false;
+			slot->abandoned = false;
+			wake = true;		/* its next call may wait for the slot */
 		}
 		else if (o->answered)
 		{
@@ -2406,7 +2419,8 @@ recover(const char *message)
 		{
 			slot->status = DLOCK_STATUS_ERROR;
 			copy_message(slot->errmsg, message);
-			slot->state = DLOCK_SLOT_DONE;
+			slot->state = slot->abandoned ? DLOCK_SLOT_FREE : DLOCK_SLOT_DONE;
+			slot->abandoned = false;
 		}
 		SpinLockRelease(&slot->mutex);
 		SetLatch(&ProcGlobal->allProcs[isolated_slot].procLatch);

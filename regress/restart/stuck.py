@@ -1,7 +1,15 @@
 #!/usr/bin/python3
-"""Settings that a database owner can impose on the lock manager, a failure
-of it that persists, and what it tells a client.  Each check once failed:
+"""A lock manager that is alive but does not answer, and settings that a
+database owner can impose on it.  Each check once failed:
 
+  stopped-worker: with the worker stopped (SIGSTOP: alive, answering
+      nobody), a wait ends by its timeout, by pg_cancel_backend and by
+      pg_terminate_backend; once it runs again, the abandoned requests are
+      gone and the sessions work.  (Waits used to go on for good.)
+  standby-gone: with synchronous_standby_names naming a standby that is not
+      there (an isolated primary), an owner-keyed acquire with a timeout
+      returns NULL in time; when the commit goes through later, the grant
+      nobody was told of is released again by the session's next call.
   hostile-settings: default_transaction_read_only, statement_timeout and
       lock_timeout set with ALTER DATABASE / ALTER ROLE do not reach the
       worker.  (It failed every batch, 55,909 log lines in 10 minutes.)
@@ -38,7 +46,8 @@ DIR, PORT = sys.argv[1], sys.argv[2]
 LOG = os.path.join(DIR, "server.log")
 checks = []
 
-# Slack a stalled 2-core machine keeps, on top of what a call may take.
+# A wait ends this long after its timeout (or cancel) at most, on a stalled
+# machine too: the backend waits 0.5 s for a verdict and then leaves.
 MARGIN = 5.0
 
 
@@ -108,6 +117,78 @@ class Call:
 def waiting(obs, pid):
     return q(obs, "SELECT count(*) > 0 FROM dlock.locks WHERE pid = %s AND NOT granted",
              (pid,))[0][0]
+
+
+def stopped_worker(obs):
+    holder = conn()
+    q(holder, "SELECT dlock_acquire('st/x')")
+    timed = Call("SELECT dlock_acquire('st/x', timeout => '2 s')")
+    cancelled = Call("SELECT dlock_acquire('st/x')")
+    terminated = Call("SELECT dlock_acquire('st/x')")
+    for call in (timed, cancelled, terminated):
+        until(lambda: waiting(obs, call.pid), 15)
+    wpid = worker_pid(obs)
+    os.kill(wpid, signal.SIGSTOP)
+    try:
+        q(obs, "SELECT pg_cancel_backend(%s)", (cancelled.pid,))
+        q(obs, "SELECT pg_terminate_backend(%s)", (terminated.pid,))
+        ended = [call.done(2 + MARGIN) for call in (timed, cancelled, terminated)]
+        check("stopped worker: a wait ends by its timeout",
+              ended[0] and timed.error is None and timed.result is None,
+              "still waiting" if not ended[0] else "%r %r after %.1f s" % (
+                  timed.result, timed.error, timed.elapsed))
+        check("stopped worker: a wait ends by pg_cancel_backend",
+              ended[1] and cancelled.error == "57014",
+              "still waiting" if not ended[1] else "%r %r" % (cancelled.result, cancelled.error))
+        check("stopped worker: a wait ends by pg_terminate_backend",
+              ended[2] and until(lambda: not q(obs, "SELECT count(*) FROM pg_stat_activity"
+                                                    " WHERE pid = %s", (terminated.pid,))[0][0], 10),
+              "still there")
+        # the session whose wait timed out: its next call waits for the
+        # abandoned request, and gives up by its own timeout too
+        nxt = Call("SELECT dlock_acquire('st/y', timeout => '1 s')", c=timed.c)
+        check("stopped worker: the next call of that session ends by its timeout",
+              nxt.done(1 + MARGIN) and nxt.result is None and nxt.error is None,
+              "%r %r" % (nxt.result, nxt.error))
+    finally:
+        os.kill(wpid, signal.SIGCONT)
+    check("worker running again: abandoned requests gone, only the holder left",
+          until(lambda: q(obs, "SELECT array_agg(pid) FROM dlock.locks WHERE name = 'st/x'")[0][0]
+                == [q(holder, "SELECT pg_backend_pid()")[0][0]], 15),
+          "%r" % (q(obs, "SELECT array_agg(pid || ' ' || granted) FROM dlock.locks")[0][0],))
+    a = Call("SELECT dlock_acquire('st/y', timeout => '10 s') > 0", c=timed.c)
+    b = Call("SELECT dlock_try_acquire('st/z') > 0", c=cancelled.c)
+    check("worker running again: the sessions work",
+          a.done(10 + MARGIN) and b.done(MARGIN) and a.result and b.result,
+          "%r %r %r %r" % (a.result, a.error, b.result, b.error))
+    for c in (holder, timed.c, cancelled.c):
+        if Call("SELECT dlock_release_all()", c=c).done(MARGIN):
+            c.close()
+
+
+def standby_gone(obs):
+    q(obs, "ALTER SYSTEM SET synchronous_standby_names = 'nosuchstandby'")
+    q(obs, "SELECT pg_reload_conf()")
+    time.sleep(0.5)
+    call = Call("SELECT dlock_acquire('st/sync', ttl => '10 min', owner => 'ks', timeout => '3 s')")
+    ended = call.done(3 + MARGIN)
+    check("standby gone: an owner-keyed acquire returns NULL by its timeout",
+          ended and call.error is None and call.result is None,
+          "still waiting" if not ended else "%r %r after %.1f s" % (
+              call.result, call.error, call.elapsed))
+    q(obs, "ALTER SYSTEM RESET synchronous_standby_names")
+    q(obs, "SELECT pg_reload_conf()")
+    # the commit goes through now; the grant nobody was told of is undone
+    # by the caller's next call, before anything it asks
+    q(call.c, "SELECT dlock_try_acquire('st/other') > 0 AND dlock_release('st/other')")
+    gone = until(lambda: q(obs, "SELECT count(*) = 0 FROM dlock.locks WHERE name = 'st/sync'")[0][0],
+                 15)
+    check("standby back: the grant the caller never saw is released", gone,
+          "%r" % (q(obs, "SELECT array_agg(owner) FROM dlock.locks WHERE name = 'st/sync'")[0][0],))
+    check("standby back: the caller's session works",
+          q(call.c, "SELECT dlock_acquire('st/sync', ttl => '1 min', owner => 'ks') > 0")[0][0], "")
+    q(call.c, "SELECT dlock_release_all('ks')")
+    call.c.close()
 
 
 def log_lines(text):
@@ -264,7 +345,8 @@ def long_detail(obs):
     b.close()
 
 
-PARTS = (long_detail, hostile_settings, failing_load, synchronous_commit_off)   # the last crashes the server
+PARTS = (long_detail, stopped_worker, standby_gone, hostile_settings, failing_load,
+         synchronous_commit_off)   # the last crashes the server
 
 
 def main():
