@@ -206,10 +206,10 @@ caller(DlockCaller *who)
 	who->killed_arg = NULL;
 }
 
-/* Validate the name argument; 0 or raises the error. */
 #define DLOCK_STR(x) #x
 #define DLOCK_XSTR(x) DLOCK_STR(x)
 
+/* Validate the name argument; 0 or raises the error. */
 static int
 get_name(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 		 char *is_null)

@@ -94,9 +94,8 @@ typedef struct DLockSlot
 
 	DLockSlotState state;
 	bool		cancel;			/* backend asks to withdraw the request */
-	bool		abandoned;		/* backend stopped waiting for the answer:
-								 * the worker finishes the request itself,
-								 * undoes a grant, and frees the slot */
+	bool		abandoned;		/* backend stopped waiting for the answer
+								 * (see above) */
 	uint64		seq;			/* submission order, for FIFO among a batch */
 
 	/* request */
@@ -173,6 +172,13 @@ dlock_slot_owner(DLockSlot *slot)
 
 /* Wake the worker, if one runs. */
 extern void dlock_wake_worker(void);
+
+/* Whether the op takes locks: a grant its caller never saw must be undone. */
+static inline bool
+dlock_op_grants(DLockOp op)
+{
+	return op == DLOCK_OP_ACQUIRE || op == DLOCK_OP_TRY || op == DLOCK_OP_ACQUIRE_ALL;
+}
 
 /* dlock_api.c */
 extern void dlock_discard_session(void);

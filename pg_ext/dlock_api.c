@@ -80,6 +80,7 @@ static bool session_registered = false;
 
 static bool wait_for_worker(TimestampTz timeout_at);
 static void submit(DLockSlot *slot, const struct DLockRequest *req);
+static void submit_undo(DLockSlot *slot, const struct DLockRequest *granted);
 
 /*
  * Every SQL function calls this first: without the preloaded library there
@@ -240,9 +241,10 @@ take_reply(DLockSlot *slot, DLockReply *reply)
 
 /*
  * abandon
- *		Give the pending request to the worker: it will finish it without
- *		answering, undo a grant, and free the slot.  Returns true instead if
- *		the answer had come after all (then it is in reply).
+ *		Leave the pending request to the worker: it frees the slot once the
+ *		request is decided, but keeps a grant's answer for the session's
+ *		next call to undo (await_free_slot).  Returns true instead if the
+ *		answer had come after all (then it is in reply).
  */
 static bool
 abandon(DLockSlot *slot, DLockReply *reply)
@@ -260,8 +262,7 @@ abandon(DLockSlot *slot, DLockReply *reply)
 		 * (the undo of a grant is one: withdrawn, it would leave the lock
 		 * held by a session that was told otherwise).
 		 */
-		if (slot->op == DLOCK_OP_ACQUIRE || slot->op == DLOCK_OP_TRY ||
-			slot->op == DLOCK_OP_ACQUIRE_ALL || slot->op == DLOCK_OP_CONVERT)
+		if (dlock_op_grants(slot->op) || slot->op == DLOCK_OP_CONVERT)
 			slot->cancel = true;
 		slot->abandoned = true;
 	}
@@ -326,33 +327,34 @@ await_free_slot(DLockSlot *slot, TimestampTz timeout_at)
 		SpinLockAcquire(&slot->mutex);
 		state = slot->state;
 		undo = state == DLOCK_SLOT_DONE && slot->abandoned &&
-			slot->status == DLOCK_STATUS_GRANTED &&
-			(slot->op == DLOCK_OP_ACQUIRE || slot->op == DLOCK_OP_TRY ||
-			 slot->op == DLOCK_OP_ACQUIRE_ALL);
+			slot->status == DLOCK_STATUS_GRANTED && dlock_op_grants(slot->op);
 		SpinLockRelease(&slot->mutex);
+		if (state == DLOCK_SLOT_FREE)
+			return true;		/* the usual case */
 		if (undo)
 		{
 			/* the names and owner are still in the slot: copy them out */
-			DLockRequest rel = {0};
+			DLockRequest granted = {0};
 
-			rel.op = DLOCK_OP_RELEASE;
-			rel.name_len = slot->name_len;
-			rel.name = memcpy(palloc(slot->name_len + 1), dlock_slot_name(slot),
-							  slot->name_len);
-			rel.nnames = slot->nnames;
+			granted.name_len = slot->name_len;
+			granted.name = memcpy(palloc(slot->name_len), dlock_slot_name(slot),
+								  slot->name_len);
+			granted.nnames = slot->nnames;
 			if (slot->owner_len > 0)
 			{
-				rel.owner_len = slot->owner_len;
-				rel.owner = memcpy(palloc(slot->owner_len), dlock_slot_owner(slot),
-								   slot->owner_len);
+				granted.owner_len = slot->owner_len;
+				granted.owner = memcpy(palloc(slot->owner_len),
+									   dlock_slot_owner(slot), slot->owner_len);
 			}
 			(void) take_reply(slot, &stale);
-			submit(slot, &rel);
+			submit_undo(slot, &granted);
 			continue;
 		}
-		(void) take_reply(slot, &stale);	/* an answer nobody waits for */
-		if (state == DLOCK_SLOT_FREE || state == DLOCK_SLOT_DONE)
+		if (state == DLOCK_SLOT_DONE)
+		{
+			(void) take_reply(slot, &stale);	/* an answer nobody waits for */
 			return true;
+		}
 		if (!wait_for_worker(timeout_at))
 			return false;
 		if (timeout_at != 0 && GetCurrentTimestamp() >= timeout_at)
@@ -390,16 +392,28 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	dlock_wake_worker();
 }
 
+/* Release every name of a grant again, as one request. */
+static void
+submit_undo(DLockSlot *slot, const DLockRequest *granted)
+{
+	DLockRequest undo = *granted;
+
+	undo.op = DLOCK_OP_RELEASE;
+	undo.timeout_at = 0;
+	submit(slot, &undo);
+}
+
 /*
  * withdraw
  *		Ask the worker to withdraw our pending request and wait for the
- *		verdict (bounded: see await_verdict; an abandoned request's grant is
- *		undone by the worker).  If it had been granted before the worker saw
- *		the request to withdraw, and the caller will not report it
- *		(undo_grant), release it again, so that no lock is left granted to
- *		nobody.  Every name of it goes in one release request: if no worker
- *		runs now, that request waits in the slot for the next one (a second
- *		request would overwrite it, and leave its names held).
+ *		verdict (bounded: see await_verdict; the grant of a request left to
+ *		the worker is undone by our next call).  If it had been granted
+ *		before the worker saw the request to withdraw, and the caller will
+ *		not report it (undo_grant), release it again, so that no lock is
+ *		left granted to nobody.  Every name of it goes in one release
+ *		request: if no worker runs now, that request waits in the slot for
+ *		the next one (a second request would overwrite it, and leave its
+ *		names held).
  */
 static void
 withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
@@ -413,16 +427,11 @@ withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
 	if (!await_verdict(slot, reply))
 		return;
 
-	if (undo_grant && reply->status == DLOCK_STATUS_GRANTED &&
-		(req->op == DLOCK_OP_ACQUIRE || req->op == DLOCK_OP_TRY ||
-		 req->op == DLOCK_OP_ACQUIRE_ALL))
+	if (undo_grant && reply->status == DLOCK_STATUS_GRANTED && dlock_op_grants(req->op))
 	{
-		DLockRequest undo = *req;
 		DLockReply	ignored;
 
-		undo.op = DLOCK_OP_RELEASE;
-		undo.timeout_at = 0;
-		submit(slot, &undo);
+		submit_undo(slot, req);
 		(void) await_verdict(slot, &ignored);
 	}
 }
@@ -437,7 +446,7 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 {
 	DLockSlot  *slot;
 
-	check_loaded();
+	Assert(dlock_shared != NULL);	/* every entry point called check_loaded() */
 	slot = my_slot();
 
 	/* a request this session abandoned may still be pending */

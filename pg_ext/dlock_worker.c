@@ -1750,12 +1750,6 @@ request_seq_cmp(const ListCell *a, const ListCell *b)
 	return ra->seq > rb->seq ? 1 : 0;
 }
 
-static bool
-is_acquire_op(DLockOp op)
-{
-	return op == DLOCK_OP_ACQUIRE || op == DLOCK_OP_TRY || op == DLOCK_OP_ACQUIRE_ALL;
-}
-
 /*
  * session_gone
  *		Clean up after an exited session: its waiting request, a grant it
@@ -1768,7 +1762,7 @@ session_gone(Request *last, TimestampTz now)
 	DWaiter    *w = slot_waiter[last->slotno];
 	DOwner	   *owner;
 	bool		uncollected = last->state == DLOCK_SLOT_DONE &&
-		last->status == DLOCK_STATUS_GRANTED && is_acquire_op(last->op);
+		last->status == DLOCK_STATUS_GRANTED && dlock_op_grants(last->op);
 	bool		undo_pending = last->abandoned && last->op == DLOCK_OP_RELEASE &&
 		(last->state == DLOCK_SLOT_SUBMITTED || last->state == DLOCK_SLOT_ACCEPTED);
 
@@ -1920,7 +1914,7 @@ publish(void)
 			slot->cancel = false;
 		}
 		else if (o->answered && slot->abandoned &&
-				 !(o->status == DLOCK_STATUS_GRANTED && is_acquire_op(slot->op)))
+				 !(o->status == DLOCK_STATUS_GRANTED && dlock_op_grants(slot->op)))
 		{
 			/* nobody waits for this answer, and nothing needs undoing */
 			slot->state = DLOCK_SLOT_FREE;

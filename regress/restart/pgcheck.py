@@ -1,4 +1,4 @@
-"""Helpers shared by the restart suite's Python checks (races.py, failover.py)."""
+"""Helpers shared by the restart suite's Python checks (races.py, failover.py, stuck.py)."""
 import time
 
 import psycopg2
@@ -15,6 +15,12 @@ def q(c, sql, args=()):
     with c.cursor() as cur:
         cur.execute(sql, args)
         return cur.fetchall() if cur.description else None
+
+
+def worker_pid(c):
+    """The lock manager's pid, or None while none runs."""
+    r = q(c, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlock lock manager'")
+    return r[0][0] if r else None
 
 
 def until(pred, timeout=30, step=0.01):

@@ -29,17 +29,12 @@ import time
 import psycopg2
 
 import pgcheck
-from pgcheck import connect, q, report
+from pgcheck import connect, q, report, worker_pid
 
 
 def until(obs, sql, args=(), timeout=15):
     """Poll obs until sql's one value is true."""
     return pgcheck.until(lambda: q(obs, sql, args)[0][0], timeout)
-
-
-def worker_pid(obs):
-    r = q(obs, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlock lock manager'")
-    return r[0][0] if r else None
 
 
 def wait_worker(obs):

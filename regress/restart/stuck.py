@@ -38,7 +38,7 @@ import traceback
 
 import psycopg2
 
-from pgcheck import connect, q, report, until
+from pgcheck import connect, q, report, until, worker_pid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "..", "..", "scripts", "pg_cluster.sh")
@@ -62,11 +62,6 @@ def conn():
     return connect(host=DIR, port=PORT, user="postgres", dbname="postgres",
                    options="-c statement_timeout=0 -c lock_timeout=0"
                            " -c default_transaction_read_only=off")
-
-
-def worker_pid(obs):
-    r = q(obs, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'dlock lock manager'")
-    return r[0][0] if r else None
 
 
 def wait_ready(timeout=30):  # noqa: E302 (Call is defined below)
