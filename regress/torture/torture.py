@@ -1029,7 +1029,7 @@ class Run:
         with self.rec.lock:
             self.rec.first_grant_after = None
             self.rec.watch_from = None
-        t0 = mono()
+        t0 = t_down = mono()
         if kind == "SIGKILL of the dlock worker":
             if old is None:
                 return
@@ -1041,6 +1041,10 @@ class Run:
             os.kill(r[0][1], signal.SIGKILL)
         elif kind == "pg_ctl restart -m immediate":
             cluster("restart", self.primary_dir()[0], "immediate")
+            # the old server ran, and reaped leases as they ran out, until
+            # some moment before the restart returned (seconds on a loaded
+            # machine): only a lease unexpired then must come back
+            t_down = mono()
         elif kind == "failover: kill -9 of the primary, promote the standby":
             self.failover()
         self.rec.fault(kind)
@@ -1051,7 +1055,7 @@ class Run:
         self.recovery.setdefault(kind, []).append(t1 - t0)
         self.recovery_list.append(t1 - t0)
         if ok:
-            self.check_after_restart(kind, leases, before, snap_now, t0 - t_snap)
+            self.check_after_restart(kind, leases, before, snap_now, t_down - t_snap)
         if kind.startswith("failover"):
             # the failover time: kill to the first successful acquire of a client
             end = mono() + 10
