@@ -646,16 +646,21 @@ class Client:
                                " %.3f): %s %s" % (self.who, self.op_name, self.op_started,
                                                   self.conn_at, mono(), code, str(e).strip()))
         alive = self.conn is not None and not self.conn.closed
+        released = None
         if alive:
             try:
                 self.q("SET statement_timeout = 0")
+                sent = mono()
                 self.q("SELECT dlock_release_all()")
+                released = sent
                 self.q("DELETE FROM torture_active WHERE client = %s", (self.cid,))
             except psycopg2.Error:
                 alive = False
-        # grants end here: released by release_all, or with the session
+        # grants end here: at the send of release_all (not at a later
+        # statement: another client may hold the name by then), or with the
+        # session, no earlier than its last statement that succeeded
         for g in list(self.open):
-            self.finish(g)
+            self.finish(g, released)
         if not alive:
             try:
                 self.conn.close()
