@@ -33,27 +33,14 @@
 #include "storage/spin.h"
 
 #include "dlock_core.h"
+#include "dlock_lm.h"			/* requests and answers: DLockOp, DLockStatus */
 
 /* SQLSTATEs of our own (class DL). */
 #define ERRCODE_DLOCK_NOT_HELD		MAKE_SQLSTATE('D','L','0','0','1')
 #define ERRCODE_DLOCK_WITHDRAWN		MAKE_SQLSTATE('D','L','0','0','2')
 #define ERRCODE_DLOCK_MODE_HELD		MAKE_SQLSTATE('D','L','0','0','3')
 
-typedef enum DLockOp
-{
-	DLOCK_OP_NONE = 0,
-	DLOCK_OP_ACQUIRE,			/* wait in the queue if needed */
-	DLOCK_OP_TRY,				/* grant now or refuse */
-	DLOCK_OP_RELEASE,			/* one level; of several names only when a
-								 * backend undoes an acquire_all grant */
-	DLOCK_OP_RENEW,
-	DLOCK_OP_RELEASE_ALL,
-	DLOCK_OP_CONVERT,			/* change the mode of a held lock */
-	DLOCK_OP_ACQUIRE_ALL		/* several names, all or none */
-} DLockOp;
-
-/* dlock_acquire_all: at most this many names, in at least this many bytes */
-#define DLOCK_MAX_MULTI 64
+/* dlock_acquire_all: at most DLOCK_MAX_MULTI names, in at least this many bytes */
 #define DLOCK_MULTI_BYTES 8192
 
 typedef enum DLockSlotState
@@ -63,23 +50,6 @@ typedef enum DLockSlotState
 	DLOCK_SLOT_ACCEPTED,
 	DLOCK_SLOT_DONE
 } DLockSlotState;
-
-typedef enum DLockStatus
-{
-	DLOCK_STATUS_NONE = 0,
-	DLOCK_STATUS_GRANTED,		/* token, expires_at */
-	DLOCK_STATUS_REFUSED,		/* try-acquire could not be granted now */
-	DLOCK_STATUS_RELEASED,
-	DLOCK_STATUS_NOT_HELD,		/* release or renew of a lock not held */
-	DLOCK_STATUS_RENEWED,		/* expires_at */
-	DLOCK_STATUS_COUNT,			/* release_all: count */
-	DLOCK_STATUS_CANCELED,		/* withdrawn at the backend's request */
-	DLOCK_STATUS_WITHDRAWN,		/* withdrawn by release_all of its owner */
-	DLOCK_STATUS_MODE_HELD,		/* held already in a weaker mode */
-	DLOCK_STATUS_DEADLOCK,		/* waiting would close a cycle: errmsg */
-	DLOCK_STATUS_NOT_READY,		/* extension not installed: errmsg */
-	DLOCK_STATUS_ERROR			/* message in errmsg */
-} DLockStatus;
 
 #define DLOCK_ERRMSG_LEN 1024
 

@@ -22,7 +22,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "dlock_state.h"
+#include "dlock_store.h"
 
 typedef enum StorePlan
 {
@@ -293,19 +293,25 @@ dlock_store_load_held(dlock_held_row_cb cb)
 			char	   *name;
 			char	   *owner;
 			char	   *mode;
+			DLmHolderRow row;
 
 			for (int c = 0; c < 11; c++)
 				v[c] = SPI_getbinval(tup, desc, c + 1, &isnull[c]);
 			name = TextDatumGetCString(v[1]);
 			owner = isnull[2] ? NULL : TextDatumGetCString(v[2]);
 			mode = TextDatumGetCString(v[5]);
-			cb(name, owner,
-			   DatumGetInt32(v[3]), DatumGetTimestampTz(v[4]),
-			   mode_from_name(mode), DatumGetInt32(v[6]), DatumGetInt64(v[0]),
-			   DatumGetTimestampTz(v[7]),
-			   isnull[8] ? 0 : DatumGetTimestampTz(v[8]),
-			   isnull[9] ? 0 : interval_us(v[9]),
-			   DatumGetBool(v[10]));
+			row.name = name;
+			row.owner_key = owner;
+			row.pid = DatumGetInt32(v[3]);
+			row.backend_start = DatumGetTimestampTz(v[4]);
+			row.mode = mode_from_name(mode);
+			row.count = DatumGetInt32(v[6]);
+			row.token = DatumGetInt64(v[0]);
+			row.granted_at = DatumGetTimestampTz(v[7]);
+			row.expires_at = isnull[8] ? 0 : DatumGetTimestampTz(v[8]);
+			row.ttl_us = isnull[9] ? 0 : interval_us(v[9]);
+			row.implied = DatumGetBool(v[10]);
+			cb(&row);
 			pfree(name);
 			pfree(mode);
 			if (owner)
@@ -331,17 +337,20 @@ text_datum(const char *s)
  *		the batch never reach the table.
  */
 void
-dlock_store_write(List *holders, List *waiters)
+dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 {
-	int			nh = list_length(holders);
-	int			nw = list_length(waiters);
+	int			nh = 0;
+	int			nw = 0;
 	Column		hi[11];
 	Column		hu[6];
 	Column		hd[1];
 	Column		qi[11];
 	Column		qd[1];
-	ListCell   *lc;
 
+	for (DLmHolder *h = holders; h; h = h->touched_next)
+		nh++;
+	for (DLmWaiter *w = waiters; w; w = w->touched_next)
+		nw++;
 	column_init(&hi[0], INT8OID, nh);
 	column_init(&hi[1], TEXTOID, nh);
 	column_init(&hi[2], TEXTOID, nh);
@@ -361,10 +370,8 @@ dlock_store_write(List *holders, List *waiters)
 	column_init(&hu[5], TEXTOID, nh);
 	column_init(&hd[0], INT8OID, nh);
 
-	foreach(lc, holders)
+	for (DLmHolder *h = holders; h; h = h->touched_next)
 	{
-		DHolder    *h = lfirst(lc);
-
 		if (h->p.dead)
 		{
 			if (h->p.stored)
@@ -409,10 +416,8 @@ dlock_store_write(List *holders, List *waiters)
 	column_init(&qi[10], BOOLOID, nw);
 	column_init(&qd[0], INT8OID, nw);
 
-	foreach(lc, waiters)
+	for (DLmWaiter *w = waiters; w; w = w->touched_next)
 	{
-		DWaiter    *w = lfirst(lc);
-
 		if (w->p.dead)
 		{
 			if (w->p.stored)

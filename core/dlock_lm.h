@@ -1,0 +1,354 @@
+/*
+ * dlock_lm.h
+ *		The dlock lock manager: the picture of owners, locks, holders and
+ *		waiters and the rules that decide every request.  Plain C, no
+ *		database header; the specification is core/README.
+ *
+ * Interface:
+ *		dlm_create, dlm_destroy			a manager, memory from the caller
+ *		dlm_set_counter, dlm_load_holder, dlm_drop_sessions, dlm_extend_leases
+ *										rebuild the picture from the store
+ *		dlm_request, dlm_withdraw, dlm_session_end, dlm_expire
+ *										events, each with the current time
+ *		dlm_next_expiry					when the next lease runs out
+ *		dlm_touched_holders, dlm_touched_waiters, dlm_counter_dirty,
+ *		dlm_batch_durable, dlm_notified_locks
+ *										what to persist, flush and announce
+ *		dlm_settle						the store matches: free what left
+ *		dlm_lookup, dlm_waiter_of, dlm_nlocks, dlm_broken
+ *										looking at the picture
+ *
+ * Answers go to a callback, one or more per requester and event (a request
+ * can be queued and granted in one batch: the last answer counts).  The
+ * caller must not publish an answer before the batch's changes are stored
+ * (and flushed when dlm_batch_durable or dlm_counter_dirty says so).
+ *
+ * The manager is deterministic: the same events with the same times give
+ * the same answers, tokens and changes, whatever the hash seed.
+ */
+#ifndef DLOCK_LM_H
+#define DLOCK_LM_H
+
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dlock_core.h"
+#include "dlock_list.h"
+
+/* Microseconds on the caller's clock; 0 means "never" where a time is optional. */
+typedef int64_t DLockTime;
+
+/* Requests, as both databases submit them. */
+typedef enum DLockOp
+{
+	DLOCK_OP_NONE = 0,
+	DLOCK_OP_ACQUIRE,			/* wait in the queue if needed */
+	DLOCK_OP_TRY,				/* grant now or refuse */
+	DLOCK_OP_RELEASE,			/* one level; several names only to undo an
+								 * acquire_all grant nobody collected */
+	DLOCK_OP_RENEW,
+	DLOCK_OP_RELEASE_ALL,
+	DLOCK_OP_CONVERT,			/* change the mode of a held lock */
+	DLOCK_OP_ACQUIRE_ALL		/* several names, all or none */
+} DLockOp;
+
+/* Answers: one list for both databases, each words them its own way. */
+typedef enum DLockStatus
+{
+	DLOCK_STATUS_NONE = 0,
+	DLOCK_STATUS_GRANTED,		/* token, expires_at, count */
+	DLOCK_STATUS_REFUSED,		/* try-acquire could not be granted now */
+	DLOCK_STATUS_RELEASED,		/* token, count: levels left */
+	DLOCK_STATUS_NOT_HELD,		/* release, renew or convert of a lock not held */
+	DLOCK_STATUS_RENEWED,		/* token, expires_at, count */
+	DLOCK_STATUS_COUNT,			/* release_all: count */
+	DLOCK_STATUS_CANCELED,		/* withdrawn at the requester's request */
+	DLOCK_STATUS_WITHDRAWN,		/* withdrawn by release_all of its owner */
+	DLOCK_STATUS_MODE_HELD,		/* held already in a weaker mode: name_index, count */
+	DLOCK_STATUS_DEADLOCK,		/* waiting would close a cycle: cycle */
+	DLOCK_STATUS_NOT_READY,		/* (adapters) the lock manager cannot serve */
+	DLOCK_STATUS_ERROR,			/* error: a DLmError */
+	DLOCK_STATUS_QUEUED			/* waits: token is its ticket */
+} DLockStatus;
+
+/* Requests on several names (acquire_all) name at most this many. */
+#define DLOCK_MAX_MULTI 64
+
+typedef enum DLmError
+{
+	DLM_OK = 0,
+	DLM_ERR_BAD_REQUEST,		/* unknown op or mode, bad requester, bad name count */
+	DLM_ERR_BAD_NAME,			/* a name dlock_check_name refuses */
+	DLM_ERR_BAD_OWNER,			/* an owner key dlock_check_owner refuses */
+	DLM_ERR_NOT_SORTED,			/* acquire_all names not sorted and distinct */
+	DLM_ERR_CONVERSION_WAITING, /* a conversion of this lock by this owner waits */
+	DLM_ERR_NO_MEMORY			/* the allocator failed: the manager is broken */
+} DLmError;
+
+extern const char *dlm_error_message(DLmError err);
+
+/* Memory: every byte the manager uses comes from here. */
+typedef struct DLmAllocator
+{
+	void	   *(*alloc) (void *arg, size_t size);	/* NULL: out of memory */
+	void		(*free) (void *arg, void *ptr, size_t size);
+	void	   *arg;
+} DLmAllocator;
+
+typedef struct DLmLock DLmLock;
+typedef struct DLmOwner DLmOwner;
+
+/* A node of the manager's chained hash tables (dlock_lm_hash.c). */
+typedef struct DLmHashNode
+{
+	struct DLmHashNode *next;
+	uint64_t	hash;
+} DLmHashNode;
+typedef struct DLmHolder DLmHolder;
+typedef struct DLmWaiter DLmWaiter;
+
+/* One edge of a deadlock cycle: the waiter's owner waits for the blocker's. */
+typedef struct DLmCycleStep
+{
+	bool		waiter_keyed;	/* an owner key (secret: not given) or a session */
+	int32_t		waiter_pid;		/* keyed: the process that asked; else the session */
+	const char *lock;			/* the lock it waits for */
+	bool		held;			/* the blocker holds it (else queued earlier) */
+	bool		blocker_keyed;
+	int32_t		blocker_pid;
+} DLmCycleStep;
+
+typedef struct DLmAnswer
+{
+	DLockStatus status;
+	int64_t		token;			/* GRANTED, RELEASED, RENEWED; QUEUED: ticket */
+	DLockTime	expires_at;		/* GRANTED, RENEWED: 0 for no lease */
+	int32_t		count;			/* GRANTED, RENEWED: level; RELEASED: levels
+								 * left; COUNT: how many; MODE_HELD: held mode */
+	int			name_index;		/* MODE_HELD: which name */
+	int			ntokens;		/* GRANTED acquire_all: a token per name */
+	const int64_t *tokens;
+	int			ncycle;			/* DEADLOCK: the cycle, the new wait first */
+	const DLmCycleStep *cycle;
+	DLmError	error;			/* ERROR */
+} DLmAnswer;
+
+/* The answer is the caller's to copy; its pointers live for the call. */
+typedef void (*DLmAnswerFn) (void *arg, int requester, const DLmAnswer *answer);
+
+/* No answer wanted (an undo, a clean-up). */
+#define DLM_NOBODY (-1)
+
+typedef struct DLmConfig
+{
+	DLmAllocator alloc;
+	uint64_t	seed[2];		/* hash seed: fresh at each start */
+	int			nrequesters;	/* requesters are 0 .. nrequesters - 1 */
+	size_t		max_name_len;	/* longest name, bytes */
+	int64_t		ticket_reserve; /* tickets reserved per counter update */
+	DLmAnswerFn answer;
+	void	   *answer_arg;
+	/*
+	 * The caller frees all the manager's memory at once (a memory context
+	 * reset) and never calls dlm_destroy: no per-allocation bookkeeping.
+	 */
+	bool		untracked;
+} DLmConfig;
+
+typedef struct DLmRequest
+{
+	DLockOp		op;
+	int			requester;		/* who is answered; DLM_NOBODY: nobody */
+	const char *owner_key;		/* NULL: the session below owns the lock */
+	int32_t		pid;			/* the session that asks */
+	int64_t		session_start;
+	int			mode;			/* acquire, try, acquire_all, convert */
+	const char *const *names;	/* acquire_all: sorted, distinct */
+	int			nnames;
+	int64_t		ttl_us;			/* lease; 0: none (renew: the lease's own) */
+	int64_t		max_ttl_us;		/* renew: clamp; 0: none */
+	DLockTime	timeout_at;		/* kept with a waiter; the caller withdraws */
+} DLmRequest;
+
+/* Where a holder or waiter stands against the store. */
+typedef struct DLmPersist
+{
+	bool		stored;			/* a row for it is in the store */
+	bool		dirty;			/* the row needs an update */
+	bool		dead;			/* gone from the picture: delete the row */
+	bool		listed;			/* among the touched */
+} DLmPersist;
+
+/*
+ * The picture's objects.  The caller reads the public fields (to store
+ * rows, to show them); the links are the manager's.
+ */
+struct DLmOwner
+{
+	const char *key;			/* owner key; NULL: a session */
+	int32_t		pid;			/* a session: its process */
+	int64_t		session_start;
+	/* private */
+	DLmHashNode hash_node;
+	DLmList		holders;		/* DLmHolder.owner_link */
+	DLmList		waiters;		/* DLmWaiter.owner_link */
+	bool		maybe_empty;
+	DLmOwner   *empty_next;
+	/* the deadlock search (breadth first) */
+	uint64_t	visited;		/* the search that last reached it */
+	DLmOwner   *bfs_next;		/* its queue */
+	DLmOwner   *bfs_parent;		/* reached from this owner ... */
+	DLmWaiter  *bfs_via;		/* ... waiting with this part ... */
+	int32_t		bfs_pid;		/* ... for this process's holder or request */
+	bool		bfs_held;		/* ... which holds (else queued earlier) */
+};
+
+struct DLmLock
+{
+	const char *name;
+	int32_t		nheld[DLOCK_NMODES];
+	int32_t		nwaiting[DLOCK_NMODES];
+	int32_t		nconverting[DLOCK_NMODES];
+	/* private */
+	DLmHashNode hash_node;
+	DLmList		holders;		/* DLmHolder.lock_link, grant order */
+	DLmList		converts;		/* DLmWaiter.lock_link: served first */
+	DLmList		waiters;		/* DLmWaiter.lock_link, ticket order */
+	bool		announced;		/* notified since its last new holder */
+	bool		maybe_empty;
+	bool		notify_listed;
+	bool		scan_listed;
+	DLmLock    *empty_next;
+	DLmLock    *notify_next;
+	DLmLock    *scan_next;
+	size_t		name_len;
+};
+
+struct DLmHolder
+{
+	DLmLock    *lock;
+	DLmOwner   *owner;
+	int			mode;
+	bool		implied;		/* an intention held for locks below */
+	int32_t		count;
+	int64_t		token;
+	int64_t		stored_token;	/* the token its stored row has */
+	int32_t		pid;			/* the session that acquired it */
+	int64_t		backend_start;
+	DLockTime	granted_at;
+	DLockTime	expires_at;		/* 0: no lease */
+	int64_t		ttl_us;			/* 0: no lease */
+	DLmPersist	p;
+	/* private */
+	DLmLink		lock_link;
+	DLmLink		owner_link;
+	DLmHashNode pair_node;		/* in the hash by (lock, owner) */
+	DLmWaiter  *conversion;		/* its pending up-conversion */
+	int32_t		expiry_pos;		/* index in the lease heap; -1: none */
+	DLmHolder  *touched_next;
+};
+
+/* The parts of one request that must be granted together. */
+typedef struct DLmGroup
+{
+	DLmWaiter **parts;			/* the named parts first, in name order */
+	int			nparts;
+	int			nnamed;
+	int			capacity;
+} DLmGroup;
+
+struct DLmWaiter
+{
+	DLmLock    *lock;
+	DLmOwner   *owner;
+	DLmHolder  *holder;			/* a conversion: of this holder */
+	bool		implied;		/* an intention part of a path request */
+	int			mode;			/* wanted, or the conversion's target */
+	int64_t		ticket;
+	int			requester;
+	int32_t		pid;
+	int64_t		backend_start;
+	DLockTime	since;
+	DLockTime	timeout_at;
+	int64_t		ttl_us;
+	DLmPersist	p;
+	/* private */
+	DLmLink		lock_link;
+	DLmLink		owner_link;
+	DLmGroup   *group;			/* a request on several locks */
+	DLmWaiter  *touched_next;
+};
+
+typedef struct DLockManager DLockManager;
+
+/* NULL if the allocator failed. */
+extern DLockManager *dlm_create(const DLmConfig *config);
+/*
+ * Frees everything, also after DLM_ERR_NO_MEMORY left the picture
+ * half-done (unless config.untracked: then the caller frees).
+ */
+extern void dlm_destroy(DLockManager *m);
+
+/* Loading: tickets from hi on (below it may have been handed out). */
+extern void dlm_set_counter(DLockManager *m, int64_t hi);
+
+typedef struct DLmHolderRow
+{
+	const char *name;
+	const char *owner_key;		/* NULL: a session's */
+	int32_t		pid;
+	int64_t		backend_start;
+	int			mode;
+	bool		implied;
+	int32_t		count;
+	int64_t		token;
+	DLockTime	granted_at;
+	DLockTime	expires_at;
+	int64_t		ttl_us;
+} DLmHolderRow;
+
+/* A stored holder row into the picture (as stored: nothing to write). */
+extern DLmError dlm_load_holder(DLockManager *m, const DLmHolderRow *row);
+
+/* Remove the holders of sessions 'alive' says are gone (rows deleted at store). */
+typedef bool (*DLmSessionAliveFn) (void *arg, int32_t pid, int64_t session_start);
+extern int	dlm_drop_sessions(DLockManager *m, DLmSessionAliveFn alive, void *arg);
+
+/* Leases running out before 'until' run until then (a restart's grace). */
+extern int	dlm_extend_leases(DLockManager *m, DLockTime until);
+
+/* Events.  Each hands on what it frees before it returns. */
+extern DLmError dlm_request(DLockManager *m, const DLmRequest *r, DLockTime now);
+/* Withdraw the requests of these requesters (all first, then hand on). */
+extern void dlm_withdraw(DLockManager *m, const int *requesters, int n, DLockTime now);
+/* A session ended: its waiting request (if requester >= 0) and its locks. */
+extern void dlm_session_end(DLockManager *m, int32_t pid, int64_t session_start,
+							int requester, DLockTime now);
+/* Release leases that ran out by now, at most max; returns how many. */
+extern int	dlm_expire(DLockManager *m, DLockTime now, int max);
+/* When the soonest lease runs out; 0: no lease. */
+extern DLockTime dlm_next_expiry(const DLockManager *m);
+
+/* The batch: what changed since the last dlm_settle. */
+extern DLmHolder *dlm_touched_holders(const DLockManager *m);	/* ->touched_next */
+extern DLmWaiter *dlm_touched_waiters(const DLockManager *m);	/* ->touched_next */
+extern bool dlm_counter_dirty(const DLockManager *m, int64_t *hi);
+extern bool dlm_batch_durable(const DLockManager *m);
+extern DLmLock *dlm_notified_locks(const DLockManager *m);	/* ->notify_next */
+/* The store has the changes: rows match, dead objects and empty locks go. */
+extern void dlm_settle(DLockManager *m);
+
+/* Looking */
+extern DLmLock *dlm_lookup(const DLockManager *m, const char *name);
+extern DLmWaiter *dlm_waiter_of(const DLockManager *m, int requester);
+extern size_t dlm_nlocks(const DLockManager *m);
+extern bool dlm_broken(const DLockManager *m);
+
+/* Iteration over a lock's holders and queue (conversions, then waiters). */
+extern DLmHolder *dlm_lock_holders(const DLmLock *lock);
+extern DLmHolder *dlm_holder_next(const DLmHolder *h);
+extern DLmWaiter *dlm_lock_queue(const DLmLock *lock);
+extern DLmWaiter *dlm_waiter_next(const DLmWaiter *w);
+
+#endif							/* DLOCK_LM_H */

@@ -1,0 +1,221 @@
+/*
+ * dlock_recovery.c
+ *		Loading the lock manager's picture from the tables, at start and
+ *		after a failed batch.
+ *
+ * Interface (dlock_worker.h): reload, recover.
+ *
+ * The tables are the durable truth: a batch that fails is rolled back and
+ * the picture is rebuilt from them (they still hold the last committed
+ * batch); the failed requests are then retried one per batch, and one that
+ * fails alone gets the error as its answer.  Tickets below the stored
+ * counter may have been handed out: a new picture starts at the counter,
+ * so tokens never go back, across restarts and crashes.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "storage/proc.h"
+#include "storage/spin.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "dlock_store.h"
+#include "dlock_worker.h"
+
+/* The picture's memory; everything goes at once when it is rebuilt. */
+static MemoryContext picture_cxt;
+
+/*
+ * Holders and waiters come from slabs: a million leases cost a third less
+ * memory than in power-of-two chunks.  Everything else (locks and owners
+ * with their names, the hashes, the lease heap) from an AllocSet.
+ */
+static MemoryContext holder_slab;
+static MemoryContext waiter_slab;
+
+static void *
+picture_alloc(void *arg, size_t size)
+{
+	if (size == sizeof(DLmHolder))
+		return MemoryContextAlloc(holder_slab, size);
+	if (size == sizeof(DLmWaiter))
+		return MemoryContextAlloc(waiter_slab, size);
+	return MemoryContextAllocExtended(picture_cxt, size, MCXT_ALLOC_HUGE);
+}
+
+static void
+picture_free(void *arg, void *ptr, size_t size)
+{
+	pfree(ptr);
+}
+
+/* A new, empty lock manager; the old one's memory goes. */
+static void
+picture_reset(void)
+{
+	DLmConfig	cfg = {0};
+
+	if (picture_cxt == NULL)
+		picture_cxt = AllocSetContextCreate(TopMemoryContext, "dlock picture",
+											ALLOCSET_DEFAULT_SIZES);
+	lock_manager = NULL;
+	MemoryContextReset(picture_cxt);	/* the slabs go with it */
+	holder_slab = SlabContextCreate(picture_cxt, "dlock holders",
+									SLAB_DEFAULT_BLOCK_SIZE, sizeof(DLmHolder));
+	waiter_slab = SlabContextCreate(picture_cxt, "dlock waiters",
+									SLAB_DEFAULT_BLOCK_SIZE, sizeof(DLmWaiter));
+	cfg.alloc.alloc = picture_alloc;
+	cfg.alloc.free = picture_free;
+	cfg.untracked = true;
+	/* names come from users: a hash seed nobody can know */
+	if (!pg_strong_random(cfg.seed, sizeof(cfg.seed)))
+		elog(ERROR, "could not generate a random hash seed");
+	cfg.nrequesters = dlock_shared->nslots;
+	cfg.max_name_len = dlock_shared->max_name_len;
+	cfg.ticket_reserve = DLOCK_TICKET_RESERVE;
+	cfg.answer = dlock_on_answer;
+	lock_manager = dlm_create(&cfg);
+	if (lock_manager == NULL)
+		elog(ERROR, "could not create the dlock lock manager");
+}
+
+static void
+load_held_row(const DLmHolderRow *row)
+{
+	DLmError	err = dlm_load_holder(lock_manager, row);
+
+	if (err != DLM_OK)
+		elog(ERROR, "cannot load the row of token " INT64_FORMAT " from dlock.held: %s",
+			 row->token, dlm_error_message(err));
+}
+
+/* Whether a session that owns locks in the tables still runs. */
+static bool
+session_alive(void *arg, int32_t pid, int64_t session_start)
+{
+	for (int i = 0; i < dlock_shared->nslots; i++)
+	{
+		DLockSlot  *slot = dlock_slot(i);
+		bool		alive;
+
+		SpinLockAcquire(&slot->mutex);
+		alive = slot->pid == pid && slot->session_start == session_start &&
+			!slot->session_ended;
+		SpinLockRelease(&slot->mutex);
+		if (alive)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * reload
+ *		Rebuild the picture from the tables, in a transaction of its own:
+ *		drop the locks of sessions that are gone, and give leases the
+ *		restart grace after a server restart.  Requests still waiting in
+ *		slots, or being decided when the last batch failed, are submitted
+ *		again: the next batch takes them in their old submission order, so
+ *		they queue again in their old order, with new tickets.  Returns
+ *		false if the extension is not installed in this database.
+ */
+bool
+reload(void)
+{
+	TimestampTz now;
+	bool		fresh;
+	int			resubmitted = 0;
+
+	picture_reset();
+	batch_begin();
+	xact_begin();
+	if (!dlock_store_installed())
+	{
+		xact_commit(true);
+		return false;
+	}
+	now = GetCurrentTimestamp();
+	dlock_store_set_logged(dlock_logged);
+	dlm_set_counter(lock_manager, dlock_store_load_counter());
+	dlock_store_clear_queue();
+	dlock_store_load_held(load_held_row);
+
+	SpinLockAcquire(&dlock_shared->mutex);
+	fresh = dlock_shared->fresh;
+	SpinLockRelease(&dlock_shared->mutex);
+
+	/* sessions that ended while no worker was looking */
+	(void) dlm_drop_sessions(lock_manager, session_alive, NULL);
+
+	/* leases that ran out while the server was down get a grace */
+	if (fresh && dlock_restart_grace_ms > 0)
+		(void) dlm_extend_leases(lock_manager, now + (int64) dlock_restart_grace_ms * 1000);
+	if (dlm_broken(lock_manager))
+		elog(ERROR, "out of memory in the dlock lock manager");
+
+	/* requests in the slots */
+	for (int i = 0; i < dlock_shared->nslots; i++)
+	{
+		DLockSlot  *slot = dlock_slot(i);
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->pid != 0 && !slot->session_ended &&
+			slot->state == DLOCK_SLOT_ACCEPTED)
+		{
+			slot->state = DLOCK_SLOT_SUBMITTED;
+			resubmitted++;
+		}
+		SpinLockRelease(&slot->mutex);
+	}
+
+	store_batch();
+	xact_commit(true);
+	settle();
+	publish();
+
+	SpinLockAcquire(&dlock_shared->mutex);
+	dlock_shared->fresh = false;
+	SpinLockRelease(&dlock_shared->mutex);
+
+	ereport(LOG,
+			(errmsg("dlock lock manager ready in database \"%s\": %ld locks held, %d requests resubmitted",
+					dlock_database, (long) dlm_nlocks(lock_manager), resubmitted)));
+	return true;
+}
+
+/*
+ * recover
+ *		After an error in a batch: roll back, rebuild the picture from the
+ *		tables (at the next pass of the loop), and take the next requests one
+ *		at a time.  A request that failed alone gets the error as its answer.
+ */
+void
+recover(const char *message)
+{
+	AbortCurrentTransaction();
+	dlock_store_forget_plans();
+	deferred_batches = 0;		/* the picture is rebuilt from the tables */
+	/* publish() unlists the outcomes it hands out; these never were */
+	forget_outcomes();
+	MemoryContextSwitchTo(TopMemoryContext);
+	worker_ready = false;
+
+	if (isolated_slot >= 0)
+	{
+		DLockSlot  *slot = dlock_slot(isolated_slot);
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->state == DLOCK_SLOT_ACCEPTED)
+		{
+			slot->status = DLOCK_STATUS_ERROR;
+			copy_message(slot->errmsg, message);
+			slot->state = slot->abandoned ? DLOCK_SLOT_FREE : DLOCK_SLOT_DONE;
+			slot->abandoned = false;
+		}
+		SpinLockRelease(&slot->mutex);
+		SetLatch(&ProcGlobal->allProcs[isolated_slot].procLatch);
+		isolate = false;
+	}
+	else
+		isolate = true;
+}
