@@ -59,6 +59,8 @@ struct DLockManager
 	/* the event */
 	DLmLock    *scan,
 			   *scan_tail;		/* locks to pass over again (6) */
+	DLmOwner   *recheck,
+			   *recheck_tail;	/* owners whose cover grew (6.2) */
 	uint64_t	search;			/* deadlock searches so far */
 	DLmCycleStep *cycle;
 	int			cycle_cap;
@@ -460,6 +462,25 @@ scan_later(DLockManager *m, DLmLock *l)
 	m->scan_tail = l;
 }
 
+/*
+ * O got a new holder or a stronger mode: a part of its waiting groups that
+ * its own holders now cover passes (6), but no pass over that part's lock
+ * may come; look at its groups again (6.2), once.
+ */
+static void
+recheck_later(DLockManager *m, DLmOwner *o)
+{
+	if (o->recheck_listed || dlm_list_empty(&o->waiters))
+		return;
+	o->recheck_listed = true;
+	o->recheck_next = NULL;
+	if (m->recheck_tail)
+		m->recheck_tail->recheck_next = o;
+	else
+		m->recheck = o;
+	m->recheck_tail = o;
+}
+
 /* ---------------------------------------------------------------------
  * Answers
  * --------------------------------------------------------------------- */
@@ -545,6 +566,7 @@ holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, bool implied,
 	l->nheld[mode]++;
 	l->announced = false;		/* a new holder has not been told (8) */
 	holder_changed(m, h);
+	recheck_later(m, o);
 	return h;
 }
 
@@ -751,6 +773,12 @@ convert_holder(DLockManager *m, DLmHolder *h, int mode)
 		h->token = take_ticket(m);
 		if (leased && !dlm_heap_add(&m->leases, &m->mem, h))
 			m->broken = true;
+		/* a new grant: holders stay in grant (token) order */
+		dlm_list_delete(&h->lock_link);
+		dlm_list_push_tail(&h->lock->holders, &h->lock_link);
+		dlm_list_delete(&h->owner_link);
+		dlm_list_push_tail(&h->owner->holders, &h->owner_link);
+		recheck_later(m, h->owner);
 	}
 	holder_changed(m, h);
 }
@@ -1047,19 +1075,58 @@ grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 	}
 }
 
-/* Drain the scan list (6): at the end of every event. */
+/*
+ * Grant O's waiting groups whose every part passes (6.2), in the order O
+ * queued them; after each grant look again from the first.
+ */
+static void
+recheck_owner(DLockManager *m, DLmOwner *o, DLockTime now)
+{
+	DLmLink    *k = dlm_list_head(&o->waiters);
+
+	while (k && !m->broken)
+	{
+		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, owner_link, k);
+
+		if (w->group && w->group->parts[0] == w && group_grantable(m, w->group, NULL))
+		{
+			grant_group(m, w->group, now);
+			k = dlm_list_head(&o->waiters);
+		}
+		else
+			k = dlm_list_next(&o->waiters, k);
+	}
+}
+
+/*
+ * Drain the scan list, then the recheck list (6, 6.2), until both are
+ * empty: at the end of every event.
+ */
 static void
 drain(DLockManager *m, DLockTime now)
 {
-	while (m->scan && !m->broken)
+	while ((m->scan || m->recheck) && !m->broken)
 	{
-		DLmLock    *l = m->scan;
+		if (m->scan)
+		{
+			DLmLock    *l = m->scan;
 
-		m->scan = l->scan_next;
-		if (m->scan == NULL)
-			m->scan_tail = NULL;
-		l->scan_listed = false;
-		grant_pass(m, l, now);
+			m->scan = l->scan_next;
+			if (m->scan == NULL)
+				m->scan_tail = NULL;
+			l->scan_listed = false;
+			grant_pass(m, l, now);
+		}
+		else
+		{
+			DLmOwner   *o = m->recheck;
+
+			m->recheck = o->recheck_next;
+			if (m->recheck == NULL)
+				m->recheck_tail = NULL;
+			o->recheck_listed = false;
+			recheck_owner(m, o, now);
+		}
 	}
 }
 
@@ -1305,9 +1372,15 @@ do_acquire(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 				m->cfg.answer(m->cfg.answer_arg, r->requester, &a);
 			return;
 		}
-		if (own)
-			continue;			/* re-entrant: its intentions are there */
-		now_ok = now_ok && grantable_now(m, locks[i], o, r->mode);
+		/* a name held (re-entrant) or covered by an own intention waits for nobody */
+		if (own == NULL)
+			now_ok = now_ok && (own_covers(m, locks[i], o, r->mode) ||
+								grantable_now(m, locks[i], o, r->mode));
+		/*
+		 * Intention parts for every name, held ones too: if the holder goes
+		 * before the request is granted, its intentions must be checked
+		 * like anyone's (a part covered by its own intentions passes).
+		 */
 		if (intention != DLOCK_MODE_INVALID)
 		{
 			size_t		lens[DLOCK_MAX_PATH_DEPTH];
@@ -1452,8 +1525,11 @@ do_convert(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 		return;
 	}
 
-	/* up: the ancestors whose intention must grow are needed too */
-	if (to != DLOCK_MODE_INVALID)
+	/*
+	 * Up: when the intention changes, every ancestor is a part (one its
+	 * owner covers now passes, but the cover may go before the grant).
+	 */
+	if (to != DLOCK_MODE_INVALID && to != dlock_intention_mode(h->mode))
 	{
 		size_t		lens[DLOCK_MAX_PATH_DEPTH];
 		int			na = ancestors(l->name, lens);
@@ -1464,20 +1540,28 @@ do_convert(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 
 			if (a == NULL)
 				return;
-			if (!own_covers(m, a, o, to))
-			{
-				m->part_locks[n] = a;
-				m->part_modes[n++] = to;
-			}
+			m->part_locks[n] = a;
+			m->part_modes[n++] = to;
 		}
 	}
-	now_ok = compatible(r->mode, others_held(m, l, o)) && dlm_list_empty(&l->converts);
+	{
+		DLockModeMask converting = 0;
+
+		for (int i = 0; i < DLOCK_NMODES; i++)
+			if (l->nconverting[i] > 0)
+				converting |= DLOCK_MODE_BIT(i);
+		/* as if queued at the tail of the conversions and passed over (6) */
+		now_ok = compatible(r->mode, others_held(m, l, o)) && compatible(r->mode, converting);
+	}
 	for (int i = 0; i < n; i++)
-		now_ok = now_ok && grantable_now(m, m->part_locks[i], o, to);
+		now_ok = now_ok && (own_covers(m, m->part_locks[i], o, to) ||
+							grantable_now(m, m->part_locks[i], o, to));
 	if (now_ok)
 	{
 		convert_now(m, h, r->mode, now);
 		answer_granted(m, r->requester, h);
+		/* between incomparable modes (CW to PR) the old mode's conflicts go */
+		grant_pass(m, l, now);
 		return;
 	}
 	{
@@ -1903,8 +1987,9 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 	if (row == NULL || row->name == NULL || row->mode < 0 || row->mode >= DLOCK_NMODES ||
 		row->count < 1 || row->ttl_us < 0)
 		return DLM_ERR_BAD_REQUEST;
-	len = bounded_len(row->name, m->cfg.max_name_len);
-	if (dlock_check_name(row->name, len, m->cfg.max_name_len) != DLOCK_CHECK_OK)
+	/* a name stored before the limit was lowered still loads */
+	len = strlen(row->name);
+	if (dlock_check_name(row->name, len, len) != DLOCK_CHECK_OK)
 		return DLM_ERR_BAD_NAME;
 	if (row->owner_key &&
 		dlock_check_owner(row->owner_key, bounded_len(row->owner_key, DLOCK_MAX_OWNER_LEN)) != DLOCK_CHECK_OK)

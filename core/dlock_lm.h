@@ -195,6 +195,8 @@ struct DLmOwner
 	DLmList		waiters;		/* DLmWaiter.owner_link */
 	bool		maybe_empty;
 	DLmOwner   *empty_next;
+	bool		recheck_listed; /* its waiting groups to look at again (6.2) */
+	DLmOwner   *recheck_next;
 	/* the deadlock search (breadth first) */
 	uint64_t	visited;		/* the search that last reached it */
 	DLmOwner   *bfs_next;		/* its queue */

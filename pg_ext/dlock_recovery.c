@@ -3,7 +3,7 @@
  *		Loading the lock manager's picture from the tables, at start and
  *		after a failed batch.
  *
- * Interface (dlock_worker.h): reload, recover.
+ * Interface: see dlock_recovery.h.
  *
  * The tables are the durable truth: a batch that fails is rolled back and
  * the picture is rebuilt from them (they still hold the last committed
@@ -20,11 +20,16 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "dlock_recovery.h"
+#include "dlock_slots.h"
 #include "dlock_store.h"
-#include "dlock_worker.h"
+
+/* Tickets reserved per update of the stored counter. */
+#define DLOCK_TICKET_RESERVE 10000
 
 /* The picture's memory; everything goes at once when it is rebuilt. */
 static MemoryContext picture_cxt;
+static DLockManager *picture;	/* the one being built, for load_held_row */
 
 /*
  * Holders and waiters come from slabs: a million leases cost a third less
@@ -51,7 +56,7 @@ picture_free(void *arg, void *ptr, size_t size)
 }
 
 /* A new, empty lock manager; the old one's memory goes. */
-static void
+static DLockManager *
 picture_reset(void)
 {
 	DLmConfig	cfg = {0};
@@ -59,7 +64,7 @@ picture_reset(void)
 	if (picture_cxt == NULL)
 		picture_cxt = AllocSetContextCreate(TopMemoryContext, "dlock picture",
 											ALLOCSET_DEFAULT_SIZES);
-	lock_manager = NULL;
+	picture = NULL;
 	MemoryContextReset(picture_cxt);	/* the slabs go with it */
 	holder_slab = SlabContextCreate(picture_cxt, "dlock holders",
 									SLAB_DEFAULT_BLOCK_SIZE, sizeof(DLmHolder));
@@ -75,15 +80,16 @@ picture_reset(void)
 	cfg.max_name_len = dlock_shared->max_name_len;
 	cfg.ticket_reserve = DLOCK_TICKET_RESERVE;
 	cfg.answer = dlock_on_answer;
-	lock_manager = dlm_create(&cfg);
-	if (lock_manager == NULL)
+	picture = dlm_create(&cfg);
+	if (picture == NULL)
 		elog(ERROR, "could not create the dlock lock manager");
+	return picture;
 }
 
 static void
 load_held_row(const DLmHolderRow *row)
 {
-	DLmError	err = dlm_load_holder(lock_manager, row);
+	DLmError	err = dlm_load_holder(picture, row);
 
 	if (err != DLM_OK)
 		elog(ERROR, "cannot load the row of token " INT64_FORMAT " from dlock.held: %s",
@@ -117,26 +123,28 @@ session_alive(void *arg, int32_t pid, int64_t session_start)
  *		slots, or being decided when the last batch failed, are submitted
  *		again: the next batch takes them in their old submission order, so
  *		they queue again in their old order, with new tickets.  Returns
- *		false if the extension is not installed in this database.
+ *		NULL if the extension is not installed in this database.
  */
-bool
+DLockManager *
 reload(void)
 {
 	TimestampTz now;
 	bool		fresh;
 	int			resubmitted = 0;
 
-	picture_reset();
-	batch_begin();
-	xact_begin();
+	DLockManager *lm = picture_reset();
+
+	MemoryContextSwitchTo(slots_batch_begin(false));
+	dlock_store_begin();
 	if (!dlock_store_installed())
 	{
-		xact_commit(true);
-		return false;
+		dlock_store_commit(true);
+		MemoryContextSwitchTo(TopMemoryContext);
+		return NULL;
 	}
 	now = GetCurrentTimestamp();
 	dlock_store_set_logged(dlock_logged);
-	dlm_set_counter(lock_manager, dlock_store_load_counter());
+	dlm_set_counter(picture, dlock_store_load_counter());
 	dlock_store_clear_queue();
 	dlock_store_load_held(load_held_row);
 
@@ -145,12 +153,12 @@ reload(void)
 	SpinLockRelease(&dlock_shared->mutex);
 
 	/* sessions that ended while no worker was looking */
-	(void) dlm_drop_sessions(lock_manager, session_alive, NULL);
+	(void) dlm_drop_sessions(picture, session_alive, NULL);
 
 	/* leases that ran out while the server was down get a grace */
 	if (fresh && dlock_restart_grace_ms > 0)
-		(void) dlm_extend_leases(lock_manager, now + (int64) dlock_restart_grace_ms * 1000);
-	if (dlm_broken(lock_manager))
+		(void) dlm_extend_leases(picture, now + (int64) dlock_restart_grace_ms * 1000);
+	if (dlm_broken(picture))
 		elog(ERROR, "out of memory in the dlock lock manager");
 
 	/* requests in the slots */
@@ -168,10 +176,11 @@ reload(void)
 		SpinLockRelease(&slot->mutex);
 	}
 
-	store_batch();
-	xact_commit(true);
-	settle();
-	publish();
+	dlock_store_batch(lm);
+	dlock_store_commit(true);
+	dlm_settle(lm);
+	slots_publish(lm);
+	MemoryContextSwitchTo(TopMemoryContext);
 
 	SpinLockAcquire(&dlock_shared->mutex);
 	dlock_shared->fresh = false;
@@ -179,43 +188,29 @@ reload(void)
 
 	ereport(LOG,
 			(errmsg("dlock lock manager ready in database \"%s\": %ld locks held, %d requests resubmitted",
-					dlock_database, (long) dlm_nlocks(lock_manager), resubmitted)));
-	return true;
+					dlock_database, (long) dlm_nlocks(picture), resubmitted)));
+	return lm;
 }
 
 /*
  * recover
- *		After an error in a batch: roll back, rebuild the picture from the
- *		tables (at the next pass of the loop), and take the next requests one
- *		at a time.  A request that failed alone gets the error as its answer.
+ *		After an error in a batch: roll back, and take the next requests one
+ *		at a time (the caller rebuilds the picture from the tables).  A
+ *		request that failed alone gets the error as its answer.
  */
-void
-recover(const char *message)
+bool
+recover(const char *message, int isolated_slot)
 {
 	AbortCurrentTransaction();
 	dlock_store_forget_plans();
-	deferred_batches = 0;		/* the picture is rebuilt from the tables */
-	/* publish() unlists the outcomes it hands out; these never were */
-	forget_outcomes();
+	/* the outcomes listed were never handed out */
+	slots_forget();
 	MemoryContextSwitchTo(TopMemoryContext);
-	worker_ready = false;
-
+	picture = NULL;
 	if (isolated_slot >= 0)
 	{
-		DLockSlot  *slot = dlock_slot(isolated_slot);
-
-		SpinLockAcquire(&slot->mutex);
-		if (slot->state == DLOCK_SLOT_ACCEPTED)
-		{
-			slot->status = DLOCK_STATUS_ERROR;
-			copy_message(slot->errmsg, message);
-			slot->state = slot->abandoned ? DLOCK_SLOT_FREE : DLOCK_SLOT_DONE;
-			slot->abandoned = false;
-		}
-		SpinLockRelease(&slot->mutex);
-		SetLatch(&ProcGlobal->allProcs[isolated_slot].procLatch);
-		isolate = false;
+		slots_fail_isolated(isolated_slot, message);
+		return false;
 	}
-	else
-		isolate = true;
+	return true;
 }

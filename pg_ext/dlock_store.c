@@ -12,14 +12,20 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/pmsignal.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "dlock_store.h"
@@ -336,7 +342,7 @@ text_datum(const char *s)
  *		update a stored live one that changed.  Objects born and dead within
  *		the batch never reach the table.
  */
-void
+static void
 dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 {
 	int			nh = 0;
@@ -458,7 +464,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
  *		NOTIFY dlock_blocking with each lock name (delivered at commit), so
  *		that holders who LISTEN learn someone waits behind them.
  */
-void
+static void
 dlock_store_notify(List *names)
 {
 	Column		n[1];
@@ -468,4 +474,75 @@ dlock_store_notify(List *names)
 	foreach(lc, names)
 		column_add(&n[0], text_datum(lfirst(lc)), false);
 	run_plan(PLAN_NOTIFY, n, 1, n[0].n);
+}
+
+/* ---------------------------------------------------------------------
+ * The worker's transactions
+ * --------------------------------------------------------------------- */
+
+void
+dlock_store_begin(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+/*
+ * dlock_store_commit
+ *		Commit; with flush false, without waiting for the WAL flush (or a
+ *		synchronous standby).  With flush true the server's own
+ *		synchronous_commit applies if it is at least "on" (remote_apply on
+ *		an HA primary included).
+ */
+void
+dlock_store_commit(bool flush)
+{
+	/*
+	 * Durable means at least "on", whatever ALTER DATABASE/ROLE or the
+	 * server's configuration says: a weaker setting inherited there would
+	 * hand out a token twice after a crash.  A stronger one (remote_apply)
+	 * is kept.
+	 */
+	if (!flush)
+		(void) set_config_option("synchronous_commit", "off",
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+								 true, 0, false);
+	else if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
+		(void) set_config_option("synchronous_commit", "on",
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+								 true, 0, false);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	/*
+	 * A commit waiting for a synchronous standby stops waiting when the
+	 * postmaster dies, and ends as if the standby had confirmed it: a
+	 * promoted standby may then never hold what this batch granted.  Answer
+	 * nobody; the waiting backends die with the postmaster.
+	 */
+	if (!PostmasterIsAlive())
+		proc_exit(1);
+}
+
+/* Write the batch's changes in the open transaction. */
+void
+dlock_store_batch(DLockManager *lm)
+{
+	int64		hi;
+	List	   *names = NIL;
+
+	if (dlm_counter_dirty(lm, &hi))
+		dlock_store_save_counter(hi);
+	if (dlm_touched_holders(lm) || dlm_touched_waiters(lm))
+		dlock_store_write(dlm_touched_holders(lm), dlm_touched_waiters(lm));
+	/* NOTIFY payloads are shorter than 8000 bytes */
+	for (DLmLock *l = dlm_notified_locks(lm); l; l = l->notify_next)
+		if (strlen(l->name) < 8000)
+			names = lappend(names, (char *) l->name);
+	if (names != NIL)
+		dlock_store_notify(names);
 }

@@ -3,13 +3,14 @@
  *		The lock manager's tables (dlock_store.c): the worker loads the
  *		picture from them at start and writes each batch's changes to them.
  *
- * Interface: dlock_store_installed, dlock_store_set_logged,
+ * Interface: dlock_store_begin, dlock_store_commit (the worker's
+ * transactions), dlock_store_installed, dlock_store_set_logged,
  * dlock_store_load_counter, dlock_store_save_counter,
- * dlock_store_clear_queue, dlock_store_load_held, dlock_store_write,
- * dlock_store_notify, dlock_store_forget_plans.
+ * dlock_store_clear_queue, dlock_store_load_held, dlock_store_batch,
+ * dlock_store_forget_plans.
  *
- * Every function runs in the worker's transaction, between SPI_connect and
- * SPI_finish.
+ * Every function but the first two runs in the worker's transaction,
+ * between dlock_store_begin and dlock_store_commit.
  */
 #ifndef DLOCK_STORE_H
 #define DLOCK_STORE_H
@@ -26,9 +27,11 @@ extern void dlock_store_clear_queue(void);
 /* Calls cb for every row of dlock.held. */
 typedef void (*dlock_held_row_cb) (const DLmHolderRow *row);
 extern void dlock_store_load_held(dlock_held_row_cb cb);
-/* The touched holders and waiters of a batch (linked by touched_next). */
-extern void dlock_store_write(DLmHolder *holders, DLmWaiter *waiters);
-extern void dlock_store_notify(List *names);
+/* What the lock manager changed since its last dlm_settle: rows, counter, NOTIFY. */
+extern void dlock_store_batch(DLockManager *lm);
+extern void dlock_store_begin(void);
+/* flush: wait for the WAL flush (and a synchronous standby) */
+extern void dlock_store_commit(bool flush);
 extern void dlock_store_forget_plans(void);
 
 #endif							/* DLOCK_STORE_H */

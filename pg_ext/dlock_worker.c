@@ -18,6 +18,8 @@
  * commits are grouped.  A batch that answers nobody may leave its writes
  * to the next batch's commit (DLOCK_DEFER_MS).  Loading the picture and
  * recovering from a failed batch are in dlock_recovery.c.
+ *
+ * Interface: dlock_worker_main (dlock.h).
  */
 #include "postgres.h"
 
@@ -39,8 +41,9 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "dlock_recovery.h"
+#include "dlock_slots.h"
 #include "dlock_store.h"
-#include "dlock_worker.h"
 
 /*
  * Leases expired per batch at most: a mass expiry is spread over several
@@ -59,35 +62,26 @@
 #define DLOCK_MAX_DEFERRED 64
 
 static void run_batch(void);
-static void copy_request(DLockSlot *slot, int slotno, Request *r);
-static int	request_seq_cmp(const ListCell *a, const ListCell *b);
 static void decide(List *ended, List *withdrawn, List *fresh, TimestampTz now);
 static void session_gone(Request *last, TimestampTz now);
 static void execute(Request *r, TimestampTz now);
 static bool batch_changed(void);
 static bool may_defer(TimestampTz now);
-static bool answers_ready(void);
 static bool lease_due(TimestampTz now);
 static long sleep_ms(void);
-static bool work_pending(void);
 static void reload_config(void);
 static void force_settings(void);
 static void worker_exit(int code, Datum arg);
 
-DLockManager *lock_manager;		/* the picture (dlock_recovery.c builds it) */
-MemoryContext batch_cxt;
-bool		worker_ready = false;
+/* The picture (dlock_recovery.c loads it); NULL until it is loaded. */
+static DLockManager *lock_manager;
 
 /* After an error: take new requests one at a time to isolate a bad one. */
-bool		isolate = false;
-int			isolated_slot = -1; /* the one taken in this batch, or -1 */
+static bool isolate = false;
+static int	isolated_slot = -1; /* the one taken in this batch, or -1 */
 
-int			deferred_batches = 0;
+static int	deferred_batches = 0;
 static TimestampTz deferred_since;
-
-/* Per slot: what to publish after the commit */
-static Outcome *outcomes;
-static List *outcome_slots;
 
 /*
  * After a failed batch the worker pauses before it tries again, longer
@@ -117,10 +111,7 @@ dlock_worker_main(Datum main_arg)
 
 	force_settings();
 
-	batch_cxt = AllocSetContextCreate(TopMemoryContext, "dlock batch",
-									  ALLOCSET_DEFAULT_SIZES);
-	outcomes = MemoryContextAllocZero(TopMemoryContext,
-									  sizeof(Outcome) * dlock_shared->nslots);
+	slots_init();
 
 	before_shmem_exit(worker_exit, (Datum) 0);
 	SpinLockAcquire(&dlock_shared->mutex);
@@ -138,24 +129,24 @@ dlock_worker_main(Datum main_arg)
 
 		PG_TRY();
 		{
-			if (!worker_ready)
+			if (lock_manager == NULL)
 			{
 				TimestampTz now = GetCurrentTimestamp();
 
 				/* look for the extension when asked, or once an interval */
-				if (work_pending() ||
+				if (slots_work_pending() ||
 					TimestampDifferenceExceeds(last_install_check, now,
 											   dlock_reap_interval_ms))
 				{
 					last_install_check = now;
-					worker_ready = reload();
-					if (!worker_ready)
-						refuse_all(DLOCK_STATUS_NOT_READY,
+					lock_manager = reload();
+					if (lock_manager == NULL)
+						slots_refuse_all(DLOCK_STATUS_NOT_READY,
 								   psprintf("extension \"dlock\" is not installed in database \"%s\"",
 											dlock_database));
 				}
 			}
-			if (worker_ready)
+			if (lock_manager)
 				run_batch();
 			else
 				isolate = false;
@@ -163,7 +154,7 @@ dlock_worker_main(Datum main_arg)
 		PG_CATCH();
 		{
 			ErrorData  *edata;
-			bool		loading = !worker_ready;
+			bool		loading = lock_manager == NULL;
 			long		pause_ms;
 
 			HOLD_INTERRUPTS();
@@ -189,10 +180,13 @@ dlock_worker_main(Datum main_arg)
 								 dlock_database) : 0));
 				last_failure_logged = GetCurrentTimestamp();
 			}
-			recover(edata->message);
+			/* the picture is rebuilt from the tables at the next pass */
+			lock_manager = NULL;
+			deferred_batches = 0;
+			isolate = recover(edata->message, isolated_slot);
 			/* a picture that cannot be loaded serves nobody: say why at once */
 			if (loading)
-				refuse_all(DLOCK_STATUS_ERROR, edata->message);
+				slots_refuse_all(DLOCK_STATUS_ERROR, edata->message);
 			FreeErrorData(edata);
 			RESUME_INTERRUPTS();
 			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, pause_ms,
@@ -201,7 +195,7 @@ dlock_worker_main(Datum main_arg)
 		}
 		PG_END_TRY();
 
-		if (failures > 0 && worker_ready)
+		if (failures > 0 && lock_manager)
 		{
 			if (failures > 5)
 				ereport(LOG,
@@ -217,7 +211,7 @@ dlock_worker_main(Datum main_arg)
 		 * Every submission sets our latch, so sleep unless work was left on
 		 * purpose: isolation mode takes one request per batch.
 		 */
-		if (!isolate && !(worker_ready && lease_due(GetCurrentTimestamp())))
+		if (!isolate && !(lock_manager && lease_due(GetCurrentTimestamp())))
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 sleep_ms(), PG_WAIT_EXTENSION);
 	}
@@ -235,11 +229,12 @@ run_batch(void)
 	List	   *withdrawn = NIL;
 	List	   *fresh = NIL;
 	TimestampTz now;
+	MemoryContext batch_cxt;
 
 	isolated_slot = -1;
-	batch_begin();
+	batch_cxt = slots_batch_begin(deferred_batches > 0);
 	MemoryContextSwitchTo(batch_cxt);
-	collect(&ended, &withdrawn, &fresh);
+	slots_collect(&ended, &withdrawn, &fresh, isolate);
 	/*
 	 * The batch's clock, read after its requests are taken: a grant or
 	 * renewal must not date from before its request arrived (a lease would
@@ -266,142 +261,23 @@ run_batch(void)
 			MemoryContextSwitchTo(TopMemoryContext);
 			return;
 		}
-		xact_begin();
-		store_batch();
+		dlock_store_begin();
+		dlock_store_batch(lock_manager);
 		/* tokens must never go back: the counter is flushed whatever the GUC */
-		xact_commit(dlm_counter_dirty(lock_manager, NULL) ||
-					(dlm_batch_durable(lock_manager) && dlock_synchronous_commit));
+		dlock_store_commit(dlm_counter_dirty(lock_manager, NULL) ||
+						   (dlm_batch_durable(lock_manager) && dlock_synchronous_commit));
 		MemoryContextSwitchTo(batch_cxt);
 	}
 	deferred_batches = 0;
-	settle();
-	publish();
+	dlm_settle(lock_manager);	/* the rows match: what left the picture goes */
+	slots_publish(lock_manager);
 	MemoryContextSwitchTo(TopMemoryContext);
 	pgstat_report_stat(false);
 }
 
-void
-batch_begin(void)
-{
-	if (deferred_batches > 0)
-		return;					/* keep gathering the deferred writes */
-	MemoryContextReset(batch_cxt);
-	outcome_slots = NIL;
-}
 
-/*
- * collect
- *		Take from the slots what this batch handles: session ends,
- *		withdrawals and new requests (in submission order).  New requests
- *		are marked ACCEPTED.  In isolation mode only the earliest new request
- *		is taken; the others stay submitted for later batches.
- */
-void
-collect(List **ended, List **withdrawn, List **fresh)
-{
-	for (int i = 0; i < dlock_shared->nslots; i++)
-	{
-		DLockSlot  *slot = dlock_slot(i);
-		Request    *r;
 
-		SpinLockAcquire(&slot->mutex);
-		if (slot->pid == 0)
-		{
-			SpinLockRelease(&slot->mutex);
-			continue;
-		}
-		if (slot->session_ended)
-		{
-			r = palloc(sizeof(Request));
-			copy_request(slot, i, r);
-			r->state = slot->state;
-			r->status = slot->status;
-			r->abandoned = slot->abandoned;
-			SpinLockRelease(&slot->mutex);
-			*ended = lappend(*ended, r);
-		}
-		else if (slot->cancel &&
-				 (slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED))
-		{
-			slot->state = DLOCK_SLOT_ACCEPTED;
-			r = palloc(sizeof(Request));
-			copy_request(slot, i, r);
-			SpinLockRelease(&slot->mutex);
-			*withdrawn = lappend(*withdrawn, r);
-		}
-		else if (slot->state == DLOCK_SLOT_SUBMITTED)
-		{
-			slot->state = DLOCK_SLOT_ACCEPTED;
-			r = palloc(sizeof(Request));
-			copy_request(slot, i, r);
-			SpinLockRelease(&slot->mutex);
-			*fresh = lappend(*fresh, r);
-		}
-		else
-			SpinLockRelease(&slot->mutex);
-	}
-	list_sort(*fresh, request_seq_cmp);
 
-	if (isolate && list_length(*fresh) > 1)
-	{
-		ListCell   *lc;
-
-		for_each_from(lc, *fresh, 1)
-		{
-			Request    *r = lfirst(lc);
-			DLockSlot  *slot = dlock_slot(r->slotno);
-
-			SpinLockAcquire(&slot->mutex);
-			if (slot->state == DLOCK_SLOT_ACCEPTED)
-				slot->state = DLOCK_SLOT_SUBMITTED;
-			SpinLockRelease(&slot->mutex);
-		}
-		*fresh = list_truncate(*fresh, 1);
-	}
-}
-
-/* Copy a slot's request; caller holds the slot's mutex. */
-static void
-copy_request(DLockSlot *slot, int slotno, Request *r)
-{
-	r->slotno = slotno;
-	r->seq = slot->seq;
-	r->op = slot->op;
-	r->mode = slot->mode;
-	r->ttl_us = slot->ttl_us;
-	r->max_ttl_us = slot->max_ttl_us;
-	r->timeout_at = slot->timeout_at;
-	r->pid = slot->pid;
-	r->session_start = slot->session_start;
-	/* several names, NUL-separated: acquire_all, or a release undoing one */
-	r->nnames = slot->nnames;
-	r->names = palloc(sizeof(char *) * r->nnames);
-	if (r->nnames > 1)
-	{
-		const char *p = dlock_slot_name(slot);
-
-		for (int i = 0; i < r->nnames; i++)
-		{
-			r->names[i] = pstrdup(p);
-			p += strlen(p) + 1;
-		}
-	}
-	else
-		r->names[0] = pnstrdup(dlock_slot_name(slot), slot->name_len);
-	r->owner = slot->owner_len > 0 ?
-		pnstrdup(dlock_slot_owner(slot), slot->owner_len) : NULL;
-}
-
-static int
-request_seq_cmp(const ListCell *a, const ListCell *b)
-{
-	const Request *ra = lfirst(a);
-	const Request *rb = lfirst(b);
-
-	if (ra->seq < rb->seq)
-		return -1;
-	return ra->seq > rb->seq ? 1 : 0;
-}
 
 /*
  * decide
@@ -461,7 +337,7 @@ session_gone(Request *last, TimestampTz now)
 		(void) dlm_request(lock_manager, &undo, now);
 	}
 	dlm_session_end(lock_manager, last->pid, last->session_start, last->slotno, now);
-	outcome_of(last->slotno)->end_session = true;
+	slots_end_session(last->slotno);
 }
 
 static void
@@ -484,140 +360,13 @@ execute(Request *r, TimestampTz now)
 	(void) dlm_request(lock_manager, &q, now);
 }
 
-/* ---------------------------------------------------------------------
- * Answers: the lock manager's, kept per slot until the batch commits
- * --------------------------------------------------------------------- */
 
-Outcome *
-outcome_of(int slotno)
-{
-	Outcome    *o = &outcomes[slotno];
 
-	if (!o->listed)
-	{
-		MemoryContext old = MemoryContextSwitchTo(batch_cxt);
 
-		memset(o, 0, sizeof(Outcome));
-		o->listed = true;
-		outcome_slots = lappend_int(outcome_slots, slotno);
-		MemoryContextSwitchTo(old);
-	}
-	return o;
-}
 
-/* recover(): the outcomes listed were never handed out */
-void
-forget_outcomes(void)
-{
-	for (int i = 0; i < dlock_shared->nslots; i++)
-		outcomes[i].listed = false;
-}
 
-static void
-answer(int slotno, DLockStatus status, int64 token, TimestampTz expires_at,
-	   int32 count)
-{
-	Outcome    *o = outcome_of(slotno);
 
-	o->answered = true;
-	o->queued = false;
-	o->status = status;
-	o->token = token;
-	o->expires_at = expires_at;
-	o->count = count;
-}
 
-/*
- * Copy a message into a slot-sized buffer, cut on a character boundary: a
- * cut inside a multibyte character would make the client's conversion fail
- * (22021 instead of the error it reports) and leave a lone byte in the log.
- */
-void
-copy_message(char *dst, const char *msg)
-{
-	int			len = strlen(msg);
-
-	if (len >= DLOCK_ERRMSG_LEN)
-		len = pg_mbcliplen(msg, len, DLOCK_ERRMSG_LEN - 1);
-	memcpy(dst, msg, len);
-	dst[len] = '\0';
-}
-
-void
-answer_error(int slotno, DLockStatus status, const char *msg)
-{
-	Outcome    *o = outcome_of(slotno);
-
-	answer(slotno, status, 0, 0, 0);
-	copy_message(o->errmsg, msg);
-}
-
-/* An owner in a deadlock's DETAIL: keys are secrets, so no key. */
-static void
-describe_owner(StringInfo buf, bool keyed, int pid)
-{
-	if (keyed)
-		appendStringInfo(buf, "an owner key (pid %d)", pid);
-	else
-		appendStringInfo(buf, "session %d", pid);
-}
-
-/* The cycle in wait order, one sentence per edge. */
-static char *
-describe_cycle(const DLmAnswer *a)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	for (int i = 0; i < a->ncycle; i++)
-	{
-		const DLmCycleStep *st = &a->cycle[i];
-		int			start;
-
-		if (buf.len > 0)
-			appendStringInfoChar(&buf, ' ');
-		start = buf.len;
-		describe_owner(&buf, st->waiter_keyed, st->waiter_pid);
-		appendStringInfo(&buf, " waits for \"%s\" %s ", st->lock,
-						 st->held ? "held by" : "queued earlier by");
-		describe_owner(&buf, st->blocker_keyed, st->blocker_pid);
-		appendStringInfoChar(&buf, '.');
-		buf.data[start] = pg_toupper((unsigned char) buf.data[start]);
-	}
-	return buf.data;
-}
-
-/* The lock manager's answer callback (DLmConfig.answer). */
-void
-dlock_on_answer(void *arg, int slotno, const DLmAnswer *a)
-{
-	Outcome    *o;
-
-	switch (a->status)
-	{
-		case DLOCK_STATUS_QUEUED:
-			outcome_of(slotno)->queued = true;	/* its ticket is published */
-			break;
-		case DLOCK_STATUS_DEADLOCK:
-			answer_error(slotno, DLOCK_STATUS_DEADLOCK, describe_cycle(a));
-			break;
-		case DLOCK_STATUS_ERROR:
-			answer_error(slotno, DLOCK_STATUS_ERROR, dlm_error_message(a->error));
-			break;
-		case DLOCK_STATUS_MODE_HELD:
-			/* which name (in token) and its held mode (in count) */
-			answer(slotno, a->status, a->name_index, 0, a->count);
-			break;
-		default:
-			answer(slotno, a->status, a->token, a->expires_at, a->count);
-			o = outcome_of(slotno);
-			if (a->ntokens > 0)
-				memcpy(o->tokens, a->tokens, sizeof(int64) * a->ntokens);
-			else
-				o->tokens[0] = a->token;	/* acquire_all of one name */
-			break;
-	}
-}
 
 /* ---------------------------------------------------------------------
  * Store, commit, publish
@@ -632,186 +381,22 @@ batch_changed(void)
 		dlm_notified_locks(lock_manager) != NULL;
 }
 
-/* Whether the batch has an answer or a freed slot to publish. */
-static bool
-answers_ready(void)
-{
-	ListCell   *lc;
-
-	foreach(lc, outcome_slots)
-	{
-		Outcome    *o = &outcomes[lfirst_int(lc)];
-
-		if (o->answered || o->end_session)
-			return true;
-	}
-	return false;
-}
 
 /* Whether this batch's writes may wait for a later batch's commit. */
 static bool
 may_defer(TimestampTz now)
 {
-	if (isolate || deferred_batches >= DLOCK_MAX_DEFERRED || answers_ready())
+	if (isolate || deferred_batches >= DLOCK_MAX_DEFERRED || slots_answers_ready())
 		return false;
 	return deferred_batches == 0 ||
 		!TimestampDifferenceExceeds(deferred_since, now, DLOCK_DEFER_MS);
 }
 
-void
-xact_begin(void)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	PushActiveSnapshot(GetTransactionSnapshot());
-}
 
-/*
- * xact_commit
- *		Commit; with flush false, without waiting for the WAL flush (or a
- *		synchronous standby).  With flush true the server's own
- *		synchronous_commit applies if it is at least "on" (remote_apply on
- *		an HA primary included).
- */
-void
-xact_commit(bool flush)
-{
-	/*
-	 * Durable means at least "on", whatever ALTER DATABASE/ROLE or the
-	 * server's configuration says: a weaker setting inherited there would
-	 * hand out a token twice after a crash.  A stronger one (remote_apply)
-	 * is kept.
-	 */
-	if (!flush)
-		(void) set_config_option("synchronous_commit", "off",
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
-								 true, 0, false);
-	else if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
-		(void) set_config_option("synchronous_commit", "on",
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
-								 true, 0, false);
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
 
-	/*
-	 * A commit waiting for a synchronous standby stops waiting when the
-	 * postmaster dies, and ends as if the standby had confirmed it: a
-	 * promoted standby may then never hold what this batch granted.  Answer
-	 * nobody; the waiting backends die with the postmaster.
-	 */
-	if (!PostmasterIsAlive())
-		proc_exit(1);
-}
 
-/* Write the batch's changes in the open transaction. */
-void
-store_batch(void)
-{
-	int64		hi;
-	List	   *names = NIL;
 
-	if (dlm_counter_dirty(lock_manager, &hi))
-		dlock_store_save_counter(hi);
-	if (dlm_touched_holders(lock_manager) || dlm_touched_waiters(lock_manager))
-		dlock_store_write(dlm_touched_holders(lock_manager),
-						  dlm_touched_waiters(lock_manager));
-	/* NOTIFY payloads are shorter than 8000 bytes */
-	for (DLmLock *l = dlm_notified_locks(lock_manager); l; l = l->notify_next)
-		if (strlen(l->name) < 8000)
-			names = lappend(names, (char *) l->name);
-	if (names != NIL)
-		dlock_store_notify(names);
-}
 
-/* After commit: the rows now match; the lock manager frees what left. */
-void
-settle(void)
-{
-	dlm_settle(lock_manager);
-}
-
-/*
- * publish
- *		After commit: hand every outcome to its slot and wake its backend.
- */
-void
-publish(void)
-{
-	ListCell   *lc;
-
-	foreach(lc, outcome_slots)
-	{
-		int			slotno = lfirst_int(lc);
-		Outcome    *o = &outcomes[slotno];
-		DLockSlot  *slot = dlock_slot(slotno);
-		PGPROC	   *proc = &ProcGlobal->allProcs[slotno];
-		bool		wake = false;
-		DLmWaiter  *w;
-
-		SpinLockAcquire(&slot->mutex);
-		if (o->end_session)
-		{
-			slot->pid = 0;
-			slot->session_ended = false;
-			slot->state = DLOCK_SLOT_FREE;
-			slot->cancel = false;
-		}
-		else if (o->answered && slot->abandoned &&
-				 !(o->status == DLOCK_STATUS_GRANTED && dlock_op_grants(slot->op)))
-		{
-			/* nobody waits for this answer, and nothing needs undoing */
-			slot->state = DLOCK_SLOT_FREE;
-			slot->cancel = false;
-			slot->abandoned = false;
-			wake = true;		/* its next call may wait for the slot */
-		}
-		else if (o->answered)
-		{
-			slot->status = o->status;
-			slot->token = o->token;
-			slot->expires_at = o->expires_at;
-			slot->count = o->count;
-			memcpy(slot->tokens, o->tokens, sizeof(o->tokens));
-			memcpy(slot->errmsg, o->errmsg, DLOCK_ERRMSG_LEN);
-			slot->state = DLOCK_SLOT_DONE;
-			wake = true;
-		}
-		else if (o->queued && (w = dlm_waiter_of(lock_manager, slotno)) != NULL)
-			slot->ticket = w->ticket;
-		SpinLockRelease(&slot->mutex);
-		if (wake)
-			SetLatch(&proc->procLatch);
-		o->listed = false;
-	}
-}
-
-/*
- * Answer what cannot be served while the picture cannot be loaded (the
- * extension is not installed, or loading fails).
- */
-void
-refuse_all(DLockStatus status, const char *why)
-{
-	List	   *ended = NIL;
-	List	   *withdrawn = NIL;
-	List	   *fresh = NIL;
-	ListCell   *lc;
-
-	batch_begin();
-	MemoryContextSwitchTo(batch_cxt);
-	collect(&ended, &withdrawn, &fresh);
-	foreach(lc, ended)
-		outcome_of(((Request *) lfirst(lc))->slotno)->end_session = true;
-	foreach(lc, withdrawn)
-		answer(((Request *) lfirst(lc))->slotno, DLOCK_STATUS_CANCELED, 0, 0, 0);
-	foreach(lc, fresh)
-		answer_error(((Request *) lfirst(lc))->slotno, status, why);
-	publish();
-	MemoryContextSwitchTo(TopMemoryContext);
-}
 
 static bool
 lease_due(TimestampTz now)
@@ -826,7 +411,7 @@ static long
 sleep_ms(void)
 {
 	long		ms = dlock_reap_interval_ms;
-	TimestampTz next = worker_ready ? dlm_next_expiry(lock_manager) : 0;
+	TimestampTz next = lock_manager ? dlm_next_expiry(lock_manager) : 0;
 
 	if (next != 0)
 		ms = Min(ms, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), next) + 1);
@@ -836,24 +421,6 @@ sleep_ms(void)
 	return Max(ms, 0);
 }
 
-static bool
-work_pending(void)
-{
-	for (int i = 0; i < dlock_shared->nslots; i++)
-	{
-		DLockSlot  *slot = dlock_slot(i);
-		bool		pending;
-
-		SpinLockAcquire(&slot->mutex);
-		pending = slot->pid != 0 &&
-			(slot->session_ended || slot->state == DLOCK_SLOT_SUBMITTED ||
-			 (slot->cancel && slot->state == DLOCK_SLOT_ACCEPTED));
-		SpinLockRelease(&slot->mutex);
-		if (pending)
-			return true;
-	}
-	return false;
-}
 
 static void
 reload_config(void)
@@ -877,7 +444,7 @@ reload_config(void)
  * sequentially) passes every jit_*_above_cost, and compiling a statement
  * took 10-15 ms of a batch that runs it in microseconds.
  *
- * synchronous_commit is decided per commit (xact_commit).
+ * synchronous_commit is decided per commit (dlock_store_commit).
  */
 static void
 force_settings(void)

@@ -43,7 +43,11 @@ echo "installed into $("${PG_CONFIG:-pg_config}" --pkglibdir)"
 if [ -f core/Makefile ]; then
     section "core unit tests"
     make -s -C core check > "$DIR/core.log" 2>&1; rc=$?
-    cat "$DIR/core.log"; record_from core "$DIR/core.log" $rc
+    cat "$DIR/core.log"; record_from core "$DIR/core.log" 0
+    # the lock manager's unit tests, its API fuzzer, the reference model
+    record_from lm "$DIR/core.log" 0
+    record_from fuzz-lm "$DIR/core.log" 0
+    record_from model "$DIR/core.log" $rc
 fi
 
 section "PostgreSQL cluster"

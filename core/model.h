@@ -1,0 +1,153 @@
+/*
+ * model.h
+ *		The reference model of the lock manager: core/README sections 1-9
+ *		written as plainly as possible over arrays, with linear scans
+ *		everywhere.  It shares no code with dlock_lm.c (it uses only
+ *		dlock_core.h's modes, names and paths, and dlock_lm.h's types), and
+ *		test_model.c feeds it the events it feeds the core and compares the
+ *		two after every event.
+ *
+ * Interface:
+ *		model_create, model_destroy
+ *		model_request, model_withdraw, model_session_end, model_expire
+ *										events, as dlm_request and friends
+ *		model_answers, model_notified, model_settle
+ *										what the last event said and announced
+ *		model_nholders, model_holder, model_nwaiters, model_waiter, ...
+ *										looking at the picture
+ *		model_deadlock_edges			the waits-for edges when the last
+ *										DEADLOCK was found (to check a cycle)
+ */
+#ifndef DLOCK_MODEL_H
+#define DLOCK_MODEL_H
+
+#include "dlock_lm.h"
+
+/*
+ * Readings of core/README where its words really allow more than one.
+ * The defaults are the readings the README's other sections (and the
+ * invariants of section 10) support; test_model.c reports them ("-O list").
+ * Everything the README settles is not an option.
+ */
+typedef struct ModelOptions
+{
+	/*
+	 * 3.4 vs 1: a single path with no ancestor ("/p") O does not hold
+	 * queues as a group of one part.  3.4 ("a single flat name ... becomes
+	 * one waiter; anything else becomes a group") says group; section 1
+	 * ("a request on several locks ... is a group") says one waiter.
+	 */
+	bool		lone_root_path_group;
+	/*
+	 * 8: "unless announced since L last got a new holder": an up-conversion
+	 * (a new token, 1: "a new grant") counts as a new holder.
+	 */
+	bool		upconvert_resets_announced;
+	/*
+	 * 4.2 "the lease becomes now + ttl" and 9 "a lease is (expires_at,
+	 * ttl)": renew stores the (clamped) ttl as the lease's own.
+	 */
+	bool		renew_sets_ttl;
+	/* 3.5: a re-entrant take with ttl > 0 stores ttl as the lease's own */
+	bool		reentrant_sets_ttl;
+} ModelOptions;
+
+extern void model_default_options(ModelOptions *opt);
+
+/* One answer, as DLmAnswer but owning its tokens. */
+typedef struct ModelAnswer
+{
+	int			requester;
+	DLockStatus status;
+	int64_t		token;
+	DLockTime	expires_at;
+	int32_t		count;
+	int			name_index;
+	int			ntokens;
+	int64_t		tokens[DLOCK_MAX_MULTI];
+	DLmError	error;
+} ModelAnswer;
+
+/* A holder or waiter as the test compares them. */
+typedef struct ModelHolderView
+{
+	const char *key;			/* owner key or NULL */
+	int32_t		pid;			/* a session's */
+	int64_t		session_start;
+	int			mode;
+	bool		implied;
+	int32_t		count;
+	int64_t		token;
+	DLockTime	expires_at;
+	int64_t		ttl_us;
+	int32_t		holder_pid;		/* the session that acquired it */
+} ModelHolderView;
+
+typedef struct ModelWaiterView
+{
+	const char *key;
+	int32_t		pid;
+	int64_t		session_start;
+	int			mode;
+	bool		implied;
+	bool		conversion;
+	int64_t		ticket;
+	int			requester;
+} ModelWaiterView;
+
+/* One waits-for edge (section 7) at the moment of a deadlock check. */
+typedef struct ModelEdge
+{
+	int			waiter_owner;	/* model owner ids: compare with == */
+	bool		waiter_keyed;
+	int32_t		waiter_pid;		/* keyed: the session that asked */
+	bool		waiter_new;		/* a part of the request being checked */
+	const char *lock;
+	bool		held;
+	int			blocker_owner;
+	bool		blocker_keyed;
+	int32_t		blocker_pid;	/* keyed: the holder's or waiter's session */
+} ModelEdge;
+
+typedef struct Model Model;
+
+extern Model *model_create(int nrequesters, int64_t first_ticket,
+						   size_t max_name_len, const ModelOptions *opt);
+extern void model_destroy(Model *m);
+
+/* Events (each clears the answers and announcements of the one before). */
+extern void model_request(Model *m, const DLmRequest *r, DLockTime now);
+extern void model_withdraw(Model *m, const int *requesters, int n, DLockTime now);
+extern void model_session_end(Model *m, int32_t pid, int64_t session_start,
+							  int requester, DLockTime now);
+extern int	model_expire(Model *m, DLockTime now, int max);
+
+/* What the last event said. */
+extern const ModelAnswer *model_answers(const Model *m, int *n);
+/* Names announced by the last event (section 8), in announcement order. */
+extern const char *const *model_notified(const Model *m, int *n);
+/* The store matches: forget announcements, drop empty locks. */
+extern void model_settle(Model *m);
+
+/* Looking. */
+extern int64_t model_next_ticket(const Model *m);
+extern bool model_waiting(const Model *m, int requester);
+extern size_t model_nlocks(const Model *m);	/* names with a holder or waiter */
+extern DLockTime model_next_expiry(const Model *m);
+/* Holders of a name, sorted by token; returns how many (at most max). */
+extern int	model_holders(const Model *m, const char *name,
+						  ModelHolderView *out, int max);
+/* The line of a name: conversions, then waiters, each in ticket order. */
+extern int	model_line(const Model *m, const char *name,
+					   ModelWaiterView *out, int max);
+
+/* The waits-for edges of the last DEADLOCK found, and the requesting owner
+ * and the lock of its first part with a cycle. */
+extern int	model_deadlock_edges(const Model *m, const ModelEdge **edges,
+								 int *requesting_owner, const char **first_lock);
+
+/* Invariants of section 10 on the model's own picture; NULL if they hold,
+ * else a description (static buffer). */
+extern const char *model_check(const Model *m);
+
+#endif							/* DLOCK_MODEL_H */

@@ -1,0 +1,2179 @@
+/*
+ * test_model.c
+ *		Random event sequences through the lock manager (dlock_lm.c) and the
+ *		reference model (model.c), compared after every event: the answers
+ *		each requester got (the fields its status defines), every name's
+ *		holders and line, the locks announced, the names left in the picture
+ *		after dlm_settle, the next expiry, who waits; the invariants of
+ *		core/README section 10 are checked on the core's picture, deadlock
+ *		cycles against the model's waits-for graph, and memory after
+ *		dlm_destroy.  A mismatch is shrunk (delta debugging, each try in a
+ *		child process) and printed as C code that compiles as it is.
+ *
+ *		./test_model [options] [events] [seed]	default 100000 events, seed 1
+ *		  -m		the model alone, its invariants checked (no core)
+ *		  -F		no child process per sequence (for a debugger; no
+ *					shrinking)
+ *		  -q		print less
+ *		  -O name=0|1	a reading of the README (model.h; "-O list")
+ *		  -K spec	broken invariants the model's picture shares (the
+ *					README's own: a grantable request left waiting, two
+ *					owners holding conflicting modes) do not fail
+ *
+ * Sequences are 200-2000 events over the names a, b, c, /p, /p/q, /p/q/r,
+ * /p/s, the owner keys k1 and k2 and up to four sessions (requester i is
+ * session i; sessions end and come back with a new start).  One sequence
+ * in four runs with a fresh hash seed.  The last line is
+ * "model: N passed, M failed" (sequences).
+ */
+#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE				/* MAP_ANONYMOUS */
+
+#include "dlock_lm.h"
+#include "model.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- */
+/* The world: names, owner keys, sessions */
+
+static const char *const NAMES[] = {"a", "b", "c", "/p", "/p/q", "/p/q/r", "/p/s"};
+#define NNAMES ((int) (sizeof(NAMES) / sizeof(NAMES[0])))
+static const char *const KEYS[] = {"k1", "k2"};
+#define NKEYS 2
+#define NREQ 4					/* requesters: one per session */
+#define MAX_NAME_LEN 64
+#define TICKET_RESERVE 16
+#define FIRST_TICKET 1
+#define MAXPER 64				/* holders or waiters of one name */
+#define UNIT 1000				/* microseconds: the clock's step */
+
+/* Bad input, one defect per request. */
+static const char *const BAD_NAMES[] = {"", "/", "/p/", "//x", "/p//q"};
+static const char *const BAD_KEYS[] = {"", "k\001"};
+
+static bool is_ancestor[16][16];	/* [a][d]: NAMES[a] is a proper ancestor of NAMES[d] */
+
+/* ---------------------------------------------------------------- */
+/* Events */
+
+typedef enum EvKind
+{
+	EV_REQUEST,
+	EV_WITHDRAW,
+	EV_SESSION_END,
+	EV_EXPIRE
+} EvKind;
+
+typedef struct Event
+{
+	EvKind		kind;
+	DLockTime	now;
+	/* request; session end (pid, start, requester) */
+	DLockOp		op;
+	int			requester;
+	const char *key;			/* a static string or NULL */
+	int32_t		pid;
+	int64_t		start;
+	int			mode;
+	int			nnames;
+	const char *names[4];
+	int64_t		ttl;
+	int64_t		max_ttl;
+	/* withdraw */
+	int			nreqs;
+	int			reqs[NREQ];
+	/* expire */
+	int			max;
+} Event;
+
+/* ---------------------------------------------------------------- */
+/* Random numbers */
+
+static uint64_t
+next_rand(uint64_t *s)
+{
+	uint64_t	z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int
+rnd(uint64_t *s, int n)
+{
+	return (int) (next_rand(s) % (uint64_t) n);
+}
+
+/* ---------------------------------------------------------------- */
+/* Options */
+
+static bool model_only;
+static bool no_fork;
+static bool quiet;
+static bool skip_spec;			/* -K spec */
+static ModelOptions mopt;
+
+/* Coverage, shared with the children that run the sequences. */
+typedef struct Stats
+{
+	long		status[16];		/* the model's answers by status */
+	long		expired;		/* leases released by expire */
+	long		announced;
+	long		group_grants;	/* answers with several tokens */
+	long		deadlock_steps;
+	long		events_run;		/* events fed to both (or skipped in none) */
+	long		spec_waiting;	/* -K spec: grantable requests left waiting */
+	long		spec_conflicts; /* -K spec: conflicting holders */
+} Stats;
+
+static Stats *stats;
+
+static const struct
+{
+	const char *name;
+	size_t		off;
+}			option_names[] = {
+#define OPT(f) {#f, offsetof(ModelOptions, f)}
+	OPT(lone_root_path_group),
+	OPT(upconvert_resets_announced),
+	OPT(renew_sets_ttl),
+	OPT(reentrant_sets_ttl),
+#undef OPT
+};
+
+/* ---------------------------------------------------------------- */
+/* The run: a core and a model fed the same events */
+
+typedef struct CoreStep
+{
+	bool		waiter_keyed;
+	int32_t		waiter_pid;
+	char		lock[MAX_NAME_LEN + 1];
+	bool		held;
+	bool		blocker_keyed;
+	int32_t		blocker_pid;
+} CoreStep;
+
+typedef struct CoreAnswer
+{
+	int			requester;
+	DLmAnswer	a;				/* pointers cleared */
+	int64_t		tokens[DLOCK_MAX_MULTI];
+	int			ncycle;
+	int			cycle_off;		/* into Run.steps */
+} CoreAnswer;
+
+typedef struct Run
+{
+	DLockManager *core;
+	Model	   *model;
+	CoreAnswer *ans;
+	int			nans,
+				cans;
+	CoreStep   *steps;
+	int			nsteps,
+				csteps;
+	int			nobody_answers;
+	long		live_bytes;
+	long		live_blocks;
+	int64_t		stored_hi;
+	int64_t		max_token[16];	/* per name: the largest token seen */
+	int64_t		prev_tokens[16][MAXPER];
+	int			nprev[16];
+	char		diff[8192];
+	int			category;		/* of the first mismatch */
+	bool		born_grantable[NREQ];	/* grantable (6) when it queued */
+	long		events;
+} Run;
+
+enum
+{
+	CAT_NONE = 0,
+	CAT_ANSWER,
+	CAT_NOTIFY,
+	CAT_PICTURE,
+	CAT_INVARIANT,
+	CAT_COUNTER,
+	CAT_MEMORY,
+	CAT_CRASH,
+	CAT_MODEL,
+	CAT_SPEC
+};
+
+static const char *const category_names[] = {
+	"none", "answers", "announcements", "picture", "invariant", "counter",
+	"memory", "crash", "model", "README (spec)"
+};
+
+static void
+fail(Run *run, int category, const char *fmt,...)
+{
+	va_list		ap;
+	size_t		len = strlen(run->diff);
+
+	if (run->category == CAT_NONE)
+		run->category = category;
+	if (len + 200 >= sizeof(run->diff))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(run->diff + len, sizeof(run->diff) - len, fmt, ap);
+	va_end(ap);
+	len = strlen(run->diff);
+	if (len + 1 < sizeof(run->diff))
+	{
+		run->diff[len] = '\n';
+		run->diff[len + 1] = '\0';
+	}
+}
+
+static void *
+test_alloc(void *arg, size_t size)
+{
+	Run		   *run = arg;
+	size_t	   *p = malloc(size + sizeof(size_t) * 2);
+
+	if (p == NULL)
+		return NULL;
+	p[0] = size;
+	run->live_bytes += (long) size;
+	run->live_blocks++;
+	return p + 2;
+}
+
+static void
+test_free(void *arg, void *ptr, size_t size)
+{
+	Run		   *run = arg;
+	size_t	   *p;
+
+	if (ptr == NULL)
+		return;
+	p = (size_t *) ptr - 2;
+	if (p[0] != size)
+		fail(run, CAT_MEMORY, "free of %zu bytes given size %zu", p[0], size);
+	run->live_bytes -= (long) p[0];
+	run->live_blocks--;
+	free(p);
+}
+
+static void
+on_answer(void *arg, int requester, const DLmAnswer *answer)
+{
+	Run		   *run = arg;
+	CoreAnswer *c;
+
+	if (requester < 0 || requester >= NREQ)
+	{
+		run->nobody_answers++;
+		return;
+	}
+	if (run->nans >= run->cans)
+	{
+		run->cans = run->cans ? run->cans * 2 : 16;
+		run->ans = realloc(run->ans, sizeof(CoreAnswer) * (size_t) run->cans);
+	}
+	c = &run->ans[run->nans++];
+	memset(c, 0, sizeof(*c));
+	c->requester = requester;
+	c->a = *answer;
+	c->a.tokens = NULL;
+	c->a.cycle = NULL;
+	if (answer->ntokens > 0 && answer->tokens != NULL)
+		memcpy(c->tokens, answer->tokens,
+			   sizeof(int64_t) * (size_t) (answer->ntokens > DLOCK_MAX_MULTI ?
+										   DLOCK_MAX_MULTI : answer->ntokens));
+	c->ncycle = answer->ncycle;
+	c->cycle_off = run->nsteps;
+	for (int i = 0; i < answer->ncycle && answer->cycle != NULL; i++)
+	{
+		CoreStep   *s;
+
+		if (run->nsteps >= run->csteps)
+		{
+			run->csteps = run->csteps ? run->csteps * 2 : 16;
+			run->steps = realloc(run->steps, sizeof(CoreStep) * (size_t) run->csteps);
+		}
+		s = &run->steps[run->nsteps++];
+		s->waiter_keyed = answer->cycle[i].waiter_keyed;
+		s->waiter_pid = answer->cycle[i].waiter_pid;
+		snprintf(s->lock, sizeof(s->lock), "%s",
+				 answer->cycle[i].lock ? answer->cycle[i].lock : "(null)");
+		s->held = answer->cycle[i].held;
+		s->blocker_keyed = answer->cycle[i].blocker_keyed;
+		s->blocker_pid = answer->cycle[i].blocker_pid;
+	}
+}
+
+static void
+run_init(Run *run, const uint64_t hash_seed[2])
+{
+	memset(run, 0, sizeof(*run));
+	run->stored_hi = FIRST_TICKET;
+	if (!model_only)
+	{
+		DLmConfig	cfg;
+
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.alloc.alloc = test_alloc;
+		cfg.alloc.free = test_free;
+		cfg.alloc.arg = run;
+		cfg.seed[0] = hash_seed[0];
+		cfg.seed[1] = hash_seed[1];
+		cfg.nrequesters = NREQ;
+		cfg.max_name_len = MAX_NAME_LEN;
+		cfg.ticket_reserve = TICKET_RESERVE;
+		cfg.answer = on_answer;
+		cfg.answer_arg = run;
+		run->core = dlm_create(&cfg);
+		if (run->core == NULL)
+		{
+			fprintf(stderr, "test_model: dlm_create failed\n");
+			exit(2);
+		}
+		dlm_set_counter(run->core, FIRST_TICKET);
+	}
+	run->model = model_create(NREQ, FIRST_TICKET, MAX_NAME_LEN, &mopt);
+}
+
+static void
+run_done(Run *run)
+{
+	if (run->core)
+	{
+		dlm_destroy(run->core);
+		if (run->live_bytes != 0 || run->live_blocks != 0)
+			fail(run, CAT_MEMORY, "after dlm_destroy: %ld bytes in %ld blocks not freed",
+				 run->live_bytes, run->live_blocks);
+	}
+	model_destroy(run->model);
+	free(run->ans);
+	free(run->steps);
+	run->core = NULL;
+	run->model = NULL;
+	run->ans = NULL;
+	run->steps = NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* Pictures: one name's holders and line, from the core or the model */
+
+typedef struct PHolder
+{
+	const char *key;
+	int32_t		pid;
+	int64_t		start;
+	int			mode;
+	bool		implied;
+	int32_t		count;
+	int64_t		token;
+	DLockTime	expires_at;
+} PHolder;
+
+typedef struct PWaiter
+{
+	const char *key;
+	int32_t		pid;
+	int64_t		start;
+	int			mode;
+	bool		implied;
+	bool		conv;
+	int64_t		ticket;
+	int			requester;
+} PWaiter;
+
+typedef struct Pic
+{
+	bool		present[16];
+	int			nh[16];
+	PHolder		h[16][MAXPER];
+	int			nw[16];
+	PWaiter		w[16][MAXPER];
+	bool		overflow;
+} Pic;
+
+static bool
+same_owner(const char *k1, int32_t p1, int64_t s1, const char *k2, int32_t p2, int64_t s2)
+{
+	if (k1 != NULL || k2 != NULL)
+		return k1 != NULL && k2 != NULL && strcmp(k1, k2) == 0;
+	return p1 == p2 && s1 == s2;
+}
+
+static int
+cmp_owner(const char *k1, int32_t p1, int64_t s1, const char *k2, int32_t p2, int64_t s2)
+{
+	if (k1 != NULL && k2 != NULL)
+		return strcmp(k1, k2);
+	if (k1 != NULL)
+		return -1;
+	if (k2 != NULL)
+		return 1;
+	if (p1 != p2)
+		return p1 < p2 ? -1 : 1;
+	if (s1 != s2)
+		return s1 < s2 ? -1 : 1;
+	return 0;
+}
+
+static int
+cmp_pholder(const void *a, const void *b)
+{
+	const PHolder *x = a,
+			   *y = b;
+	int			c = cmp_owner(x->key, x->pid, x->start, y->key, y->pid, y->start);
+
+	if (c != 0)
+		return c;
+	if (x->implied != y->implied)
+		return x->implied ? 1 : -1;
+	return x->mode - y->mode;
+}
+
+static void
+pic_clear(Pic *p)
+{
+	memset(p->present, 0, sizeof(p->present));
+	memset(p->nh, 0, sizeof(p->nh));
+	memset(p->nw, 0, sizeof(p->nw));
+	p->overflow = false;
+}
+
+static void
+pic_from_model(const Model *m, Pic *p)
+{
+	ModelHolderView hv[MAXPER];
+	ModelWaiterView wv[MAXPER];
+
+	pic_clear(p);
+	for (int n = 0; n < NNAMES; n++)
+	{
+		int			nh = model_holders(m, NAMES[n], hv, MAXPER);
+		int			nw = model_line(m, NAMES[n], wv, MAXPER);
+
+		if (nh > MAXPER || nw > MAXPER)
+		{
+			p->overflow = true;
+			nh = nh > MAXPER ? MAXPER : nh;
+			nw = nw > MAXPER ? MAXPER : nw;
+		}
+		p->present[n] = nh + nw > 0;
+		p->nh[n] = nh;
+		p->nw[n] = nw;
+		for (int i = 0; i < nh; i++)
+		{
+			PHolder    *h = &p->h[n][i];
+
+			h->key = hv[i].key;
+			h->pid = hv[i].key ? 0 : hv[i].pid;
+			h->start = hv[i].key ? 0 : hv[i].session_start;
+			h->mode = hv[i].mode;
+			h->implied = hv[i].implied;
+			h->count = hv[i].count;
+			h->token = hv[i].token;
+			h->expires_at = hv[i].expires_at;
+		}
+		for (int i = 0; i < nw; i++)
+		{
+			PWaiter    *w = &p->w[n][i];
+
+			w->key = wv[i].key;
+			w->pid = wv[i].key ? 0 : wv[i].pid;
+			w->start = wv[i].key ? 0 : wv[i].session_start;
+			w->mode = wv[i].mode;
+			w->implied = wv[i].implied;
+			w->conv = wv[i].conversion;
+			w->ticket = wv[i].ticket;
+			w->requester = wv[i].requester;
+		}
+	}
+}
+
+static void
+pic_from_core(const DLockManager *m, Pic *p)
+{
+	pic_clear(p);
+	for (int n = 0; n < NNAMES; n++)
+	{
+		DLmLock    *lk = dlm_lookup(m, NAMES[n]);
+
+		if (lk == NULL)
+			continue;
+		p->present[n] = true;
+		for (DLmHolder *h = dlm_lock_holders(lk); h != NULL; h = dlm_holder_next(h))
+		{
+			PHolder    *x;
+
+			if (p->nh[n] >= MAXPER)
+			{
+				p->overflow = true;
+				break;
+			}
+			x = &p->h[n][p->nh[n]++];
+			x->key = h->owner->key;
+			x->pid = h->owner->key ? 0 : h->owner->pid;
+			x->start = h->owner->key ? 0 : h->owner->session_start;
+			x->mode = h->mode;
+			x->implied = h->implied;
+			x->count = h->count;
+			x->token = h->token;
+			x->expires_at = h->expires_at;
+		}
+		for (DLmWaiter *w = dlm_lock_queue(lk); w != NULL; w = dlm_waiter_next(w))
+		{
+			PWaiter    *x;
+
+			if (p->nw[n] >= MAXPER)
+			{
+				p->overflow = true;
+				break;
+			}
+			x = &p->w[n][p->nw[n]++];
+			x->key = w->owner->key;
+			x->pid = w->owner->key ? 0 : w->owner->pid;
+			x->start = w->owner->key ? 0 : w->owner->session_start;
+			x->mode = w->mode;
+			x->implied = w->implied;
+			x->conv = w->holder != NULL;
+			x->ticket = w->ticket;
+			x->requester = w->requester;
+		}
+	}
+}
+
+static const char *
+owner_str(const char *key, int32_t pid, int64_t start)
+{
+	static char buf[4][64];
+	static int	k;
+
+	k = (k + 1) % 4;
+	if (key)
+		snprintf(buf[k], sizeof(buf[k]), "key %s", key);
+	else
+		snprintf(buf[k], sizeof(buf[k]), "session %d/%" PRId64, (int) pid, start);
+	return buf[k];
+}
+
+static void
+describe_name(Run *run, const char *who, const Pic *p, int n)
+{
+	fail(run, CAT_NONE, "    %s %s: %s", who, NAMES[n], p->present[n] ? "present" : "absent");
+	for (int i = 0; i < p->nh[n]; i++)
+	{
+		const PHolder *h = &p->h[n][i];
+
+		fail(run, CAT_NONE, "      holder %s %s%s count %d token %" PRId64 " expires %" PRId64,
+			 owner_str(h->key, h->pid, h->start), dlock_mode_name(h->mode),
+			 h->implied ? " implied" : "", (int) h->count, h->token, h->expires_at);
+	}
+	for (int i = 0; i < p->nw[n]; i++)
+	{
+		const PWaiter *w = &p->w[n][i];
+
+		fail(run, CAT_NONE, "      %s %s %s%s ticket %" PRId64 " requester %d",
+			 w->conv ? "conversion" : "waiter", owner_str(w->key, w->pid, w->start),
+			 dlock_mode_name(w->mode), w->implied ? " implied" : "", w->ticket,
+			 w->requester);
+	}
+}
+
+static void
+compare_pics(Run *run, const Pic *core, const Pic *model)
+{
+	for (int n = 0; n < NNAMES; n++)
+	{
+		PHolder		ch[MAXPER],
+					mh[MAXPER];
+		bool		same = core->present[n] == model->present[n] &&
+			core->nh[n] == model->nh[n] && core->nw[n] == model->nw[n];
+
+		if (same)
+		{
+			memcpy(ch, core->h[n], sizeof(PHolder) * (size_t) core->nh[n]);
+			memcpy(mh, model->h[n], sizeof(PHolder) * (size_t) model->nh[n]);
+			qsort(ch, (size_t) core->nh[n], sizeof(PHolder), cmp_pholder);
+			qsort(mh, (size_t) model->nh[n], sizeof(PHolder), cmp_pholder);
+			for (int i = 0; i < core->nh[n] && same; i++)
+				same = cmp_pholder(&ch[i], &mh[i]) == 0 &&
+					ch[i].count == mh[i].count && ch[i].token == mh[i].token &&
+					ch[i].expires_at == mh[i].expires_at;
+			for (int i = 0; i < core->nw[n] && same; i++)
+			{
+				const PWaiter *a = &core->w[n][i],
+						   *b = &model->w[n][i];
+
+				same = same_owner(a->key, a->pid, a->start, b->key, b->pid, b->start) &&
+					a->mode == b->mode && a->implied == b->implied &&
+					a->conv == b->conv && a->ticket == b->ticket &&
+					a->requester == b->requester;
+			}
+		}
+		if (!same)
+		{
+			fail(run, CAT_PICTURE, "  %s differs:", NAMES[n]);
+			describe_name(run, "core ", core, n);
+			describe_name(run, "model", model, n);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* Invariants of section 10 on a picture */
+
+static DLockModeMask
+pic_others_held(const Pic *p, int n, const char *key, int32_t pid, int64_t start)
+{
+	DLockModeMask s = 0;
+
+	for (int i = 0; i < p->nh[n]; i++)
+		if (!same_owner(p->h[n][i].key, p->h[n][i].pid, p->h[n][i].start, key, pid, start))
+			s |= DLOCK_MODE_BIT(p->h[n][i].mode);
+	return s;
+}
+
+static bool
+pic_covered_by_own(const Pic *p, int n, const char *key, int32_t pid, int64_t start, int mode)
+{
+	for (int i = 0; i < p->nh[n]; i++)
+		if (same_owner(p->h[n][i].key, p->h[n][i].pid, p->h[n][i].start, key, pid, start) &&
+			dlock_mode_covers(p->h[n][i].mode, mode))
+			return true;
+	return false;
+}
+
+static bool
+compat(int mode, DLockModeMask set)
+{
+	return (dlock_mode_conflicts(mode) & set) == 0;
+}
+
+/* The part rule of 6 for part i of name n's line. */
+static bool
+pic_part_grantable(const Pic *p, int n, int i)
+{
+	const PWaiter *x = &p->w[n][i];
+
+	if (x->conv)
+	{
+		for (int j = 0; j < i; j++)
+			if (p->w[n][j].conv && !compat(x->mode, DLOCK_MODE_BIT(p->w[n][j].mode)))
+				return false;
+		return compat(x->mode, pic_others_held(p, n, x->key, x->pid, x->start));
+	}
+	if (pic_covered_by_own(p, n, x->key, x->pid, x->start, x->mode))
+		return true;
+	if (!compat(x->mode, pic_others_held(p, n, x->key, x->pid, x->start)))
+		return false;
+	for (int j = 0; j < p->nw[n]; j++)
+	{
+		const PWaiter *y = &p->w[n][j];
+
+		if (y->conv ? true : (j < i && y->requester != x->requester))
+			if (!compat(x->mode, DLOCK_MODE_BIT(y->mode)))
+				return false;
+	}
+	return true;
+}
+
+/*
+ * Requesters whose waiting request is grantable by the rule of 6 (bit per
+ * requester).
+ */
+static unsigned
+pic_grantable(const Pic *p)
+{
+	unsigned	mask = 0;
+
+	for (int n = 0; n < NNAMES; n++)
+	{
+		DLockModeMask ahead = 0;
+
+		for (int i = 0; i < p->nw[n]; i++)
+		{
+			const PWaiter *w = &p->w[n][i];
+
+			if (compat(w->mode, ahead) &&
+				compat(w->mode, pic_others_held(p, n, w->key, w->pid, w->start)))
+			{
+				bool		all = true;
+
+				for (int d = 0; d < NNAMES; d++)
+					for (int j = 0; j < p->nw[d]; j++)
+						if (p->w[d][j].requester == w->requester &&
+							!(d == n && j == i) && !pic_part_grantable(p, d, j))
+							all = false;
+				if (all && w->requester >= 0 && w->requester < NREQ)
+					mask |= 1u << w->requester;
+			}
+			ahead |= DLOCK_MODE_BIT(w->mode);
+		}
+	}
+	return mask;
+}
+
+static bool
+pic_conflict(const Pic *p, int n, const PHolder *a, const PHolder *b)
+{
+	bool		ina = false,
+				inb = false;
+
+	for (int i = 0; i < p->nh[n]; i++)
+	{
+		if (cmp_pholder(&p->h[n][i], a) == 0)
+			ina = true;
+		if (cmp_pholder(&p->h[n][i], b) == 0)
+			inb = true;
+	}
+	return ina && inb;
+}
+
+/*
+ * The invariants of section 10 on picture p (but the one on what is left
+ * waiting: check_grantable).  A broken invariant the model's picture
+ * shares is the README's doing (category spec).
+ */
+static void
+check_pic(Run *run, const Pic *p, const char *who, int64_t counter_bound,
+		  const Pic *model)
+{
+	if (p->overflow)
+		fail(run, CAT_INVARIANT, "%s: more than %d holders or waiters on a name", who, MAXPER);
+	for (int n = 0; n < NNAMES; n++)
+	{
+		if (p->present[n] && p->nh[n] + p->nw[n] == 0)
+			fail(run, CAT_INVARIANT, "%s: %s left with no holder and no waiter", who, NAMES[n]);
+		/* no two holders of different owners conflict */
+		for (int i = 0; i < p->nh[n]; i++)
+			for (int j = i + 1; j < p->nh[n]; j++)
+			{
+				const PHolder *a = &p->h[n][i],
+						   *b = &p->h[n][j];
+
+				if (!same_owner(a->key, a->pid, a->start, b->key, b->pid, b->start) &&
+					!compat(a->mode, DLOCK_MODE_BIT(b->mode)))
+				{
+					bool		spec = model != NULL && pic_conflict(model, n, a, b);
+
+					if (spec && skip_spec)
+						stats->spec_conflicts++;
+					else
+						fail(run, spec ? CAT_SPEC : CAT_INVARIANT, "  %s: %s held %s by %s and %s by %s%s",
+							 who, NAMES[n], dlock_mode_name(a->mode), owner_str(a->key, a->pid, a->start),
+							 dlock_mode_name(b->mode), owner_str(b->key, b->pid, b->start),
+							 spec ? " (the model's too: README)" : "");
+				}
+			}
+		/* tokens grow in grant order, tickets in line order, below the counter */
+		for (int i = 0; i < p->nh[n]; i++)
+		{
+			if (i > 0 && p->h[n][i].token <= p->h[n][i - 1].token)
+				fail(run, CAT_INVARIANT, "%s: %s holders' tokens not growing", who, NAMES[n]);
+			if (p->h[n][i].token >= counter_bound)
+				fail(run, CAT_INVARIANT, "%s: %s token %" PRId64 " not below %" PRId64,
+					 who, NAMES[n], p->h[n][i].token, counter_bound);
+			if (p->h[n][i].count < 1)
+				fail(run, CAT_INVARIANT, "%s: %s holder with count %d", who, NAMES[n],
+					 (int) p->h[n][i].count);
+		}
+		for (int i = 0; i < p->nw[n]; i++)
+		{
+			const PWaiter *w = &p->w[n][i];
+
+			if (i > 0 && w->conv && !p->w[n][i - 1].conv)
+				fail(run, CAT_INVARIANT, "%s: %s a conversion after a waiter", who, NAMES[n]);
+			if (i > 0 && w->conv == p->w[n][i - 1].conv && w->ticket <= p->w[n][i - 1].ticket)
+				fail(run, CAT_INVARIANT, "%s: %s tickets not growing in line", who, NAMES[n]);
+			if (w->ticket >= counter_bound)
+				fail(run, CAT_INVARIANT, "%s: %s ticket %" PRId64 " not below %" PRId64,
+					 who, NAMES[n], w->ticket, counter_bound);
+			if (w->conv)
+			{
+				bool		found = false;
+
+				for (int k = 0; k < p->nh[n]; k++)
+					if (!p->h[n][k].implied &&
+						same_owner(p->h[n][k].key, p->h[n][k].pid, p->h[n][k].start,
+								   w->key, w->pid, w->start))
+						found = true;
+				if (!found)
+					fail(run, CAT_INVARIANT, "%s: %s conversion of a holder not there", who, NAMES[n]);
+			}
+		}
+		/* an implied holder's count: its owner's named holders below */
+		for (int i = 0; i < p->nh[n]; i++)
+		{
+			const PHolder *h = &p->h[n][i];
+			int			want = 0;
+
+			if (!h->implied)
+			{
+				for (int j = 0; j < i; j++)
+					if (!p->h[n][j].implied &&
+						same_owner(p->h[n][j].key, p->h[n][j].pid, p->h[n][j].start,
+								   h->key, h->pid, h->start))
+						fail(run, CAT_INVARIANT, "%s: %s two named holders of one owner",
+							 who, NAMES[n]);
+				continue;
+			}
+			for (int d = 0; d < NNAMES; d++)
+				if (is_ancestor[n][d])
+					for (int j = 0; j < p->nh[d]; j++)
+					{
+						const PHolder *g = &p->h[d][j];
+
+						if (!g->implied && same_owner(g->key, g->pid, g->start, h->key, h->pid, h->start) &&
+							dlock_intention_mode(g->mode) == h->mode)
+							want++;
+					}
+			if (h->count != want)
+				fail(run, CAT_INVARIANT, "%s: %s implied %s of %s has count %d, %d named below",
+					 who, NAMES[n], dlock_mode_name(h->mode), owner_str(h->key, h->pid, h->start),
+					 (int) h->count, want);
+		}
+	}
+	/* a requester's parts all belong to one owner */
+	for (int r = 0; r < NREQ; r++)
+	{
+		const PWaiter *first = NULL;
+
+		for (int d = 0; d < NNAMES; d++)
+			for (int j = 0; j < p->nw[d]; j++)
+				if (p->w[d][j].requester == r)
+				{
+					const PWaiter *w = &p->w[d][j];
+
+					if (first == NULL)
+						first = w;
+					else if (!same_owner(first->key, first->pid, first->start,
+										 w->key, w->pid, w->start))
+						fail(run, CAT_INVARIANT, "%s: requester %d waits for two owners", who, r);
+				}
+	}
+}
+
+/*
+ * Nothing grantable by the rule of 6 is left waiting (section 10).  A
+ * waiter the model leaves waiting too, in the same picture, is the
+ * README's doing (category spec), not the core's.
+ */
+static void
+check_grantable(Run *run, const Pic *core, const Pic *model)
+{
+	unsigned	cg = pic_grantable(core);
+	unsigned	mg = model ? pic_grantable(model) : cg;
+
+	for (int r = 0; r < NREQ; r++)
+	{
+		if (!(cg & (1u << r)))
+			continue;
+		if (mg & (1u << r))
+		{
+			if (skip_spec)
+				stats->spec_waiting++;
+			else
+				fail(run, CAT_SPEC, "  %s: requester %d's request is grantable by the rule of 6 "
+					 "but waits (the model's too: README)%s", model ? "core" : "model", r,
+					 run->born_grantable[r] ? "; it was grantable when it queued" : "");
+		}
+		else
+			fail(run, CAT_INVARIANT, "  core: requester %d's request is grantable by the rule of 6 "
+				 "but waits (not in the model)", r);
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* Answers */
+
+static const char *
+status_name(DLockStatus s)
+{
+	static const char *const names[] = {
+		"NONE", "GRANTED", "REFUSED", "RELEASED", "NOT_HELD", "RENEWED", "COUNT",
+		"CANCELED", "WITHDRAWN", "MODE_HELD", "DEADLOCK", "NOT_READY", "ERROR", "QUEUED"
+	};
+
+	if ((int) s < 0 || (int) s >= (int) (sizeof(names) / sizeof(names[0])))
+		return "?";
+	return names[s];
+}
+
+static void
+describe_answer(char *buf, size_t len, DLockStatus status, int64_t token,
+				DLockTime expires_at, int32_t count, int name_index, int ntokens,
+				const int64_t *tokens, DLmError error, int ncycle)
+{
+	size_t		o = 0;
+
+	o += (size_t) snprintf(buf + o, len - o, "%s", status_name(status));
+	switch (status)
+	{
+		case DLOCK_STATUS_GRANTED:
+		case DLOCK_STATUS_RENEWED:
+			o += (size_t) snprintf(buf + o, len - o, " token %" PRId64 " expires %" PRId64 " count %d",
+								   token, expires_at, (int) count);
+			break;
+		case DLOCK_STATUS_RELEASED:
+			o += (size_t) snprintf(buf + o, len - o, " token %" PRId64 " count %d", token, (int) count);
+			break;
+		case DLOCK_STATUS_COUNT:
+			o += (size_t) snprintf(buf + o, len - o, " %d", (int) count);
+			break;
+		case DLOCK_STATUS_MODE_HELD:
+			o += (size_t) snprintf(buf + o, len - o, " name %d mode %s", name_index,
+								   dlock_mode_name(count));
+			break;
+		case DLOCK_STATUS_QUEUED:
+			o += (size_t) snprintf(buf + o, len - o, " ticket %" PRId64, token);
+			break;
+		case DLOCK_STATUS_ERROR:
+			o += (size_t) snprintf(buf + o, len - o, " %s", dlm_error_message(error));
+			break;
+		case DLOCK_STATUS_DEADLOCK:
+			o += (size_t) snprintf(buf + o, len - o, " cycle of %d", ncycle);
+			break;
+		default:
+			break;
+	}
+	if (ntokens > 0 && o < len)
+	{
+		o += (size_t) snprintf(buf + o, len - o, " tokens");
+		for (int i = 0; i < ntokens && i < DLOCK_MAX_MULTI && o < len; i++)
+			o += (size_t) snprintf(buf + o, len - o, " %" PRId64, tokens[i]);
+	}
+}
+
+/* The fields the status defines (dlock_lm.h) agree. */
+static bool
+answers_agree(const CoreAnswer *c, const ModelAnswer *m)
+{
+	const DLmAnswer *a = &c->a;
+
+	if (a->status != m->status)
+		return false;
+	switch (m->status)
+	{
+		case DLOCK_STATUS_GRANTED:
+			if (a->ntokens != m->ntokens)
+				return false;
+			for (int i = 0; i < m->ntokens; i++)
+				if (c->tokens[i] != m->tokens[i])
+					return false;
+			/* acquire_all (3.3): token = the first, count = the number
+			 * of names, expiry 0: compared as for any grant */
+			/* FALLTHROUGH */
+		case DLOCK_STATUS_RENEWED:
+			return a->token == m->token && a->expires_at == m->expires_at &&
+				a->count == m->count;
+		case DLOCK_STATUS_RELEASED:
+			return a->token == m->token && a->count == m->count;
+		case DLOCK_STATUS_COUNT:
+			return a->count == m->count;
+		case DLOCK_STATUS_MODE_HELD:
+			return a->name_index == m->name_index && a->count == m->count;
+		case DLOCK_STATUS_QUEUED:
+			return a->token == m->token;
+		case DLOCK_STATUS_ERROR:
+			return a->error == m->error;
+		default:
+			return true;
+	}
+}
+
+static bool
+step_matches(const ModelEdge *e, const CoreStep *s)
+{
+	return e->waiter_keyed == s->waiter_keyed &&
+		e->waiter_pid == s->waiter_pid &&
+		strcmp(e->lock, s->lock) == 0 && e->held == s->held &&
+		e->blocker_keyed == s->blocker_keyed &&
+		e->blocker_pid == s->blocker_pid;
+}
+
+/* Can steps[i..] be walked from owner 'cur' back to owner 'target'? */
+static bool
+cycle_walk(const ModelEdge *edges, int nedges, const CoreStep *steps, int nsteps,
+		   int i, int cur, int target)
+{
+	if (i == nsteps)
+		return cur == target;
+	for (int k = 0; k < nedges; k++)
+	{
+		const ModelEdge *e = &edges[k];
+
+		if (e->waiter_owner != cur || (i == 0 && !e->waiter_new) ||
+			!step_matches(e, &steps[i]))
+			continue;
+		if (cycle_walk(edges, nedges, steps, nsteps, i + 1, e->blocker_owner, target))
+			return true;
+	}
+	return false;
+}
+
+static void
+check_cycle(Run *run, const CoreAnswer *c)
+{
+	const ModelEdge *edges;
+	int			owner;
+	const char *first_lock;
+	int			nedges = model_deadlock_edges(run->model, &edges, &owner, &first_lock);
+	const CoreStep *steps = &run->steps[c->cycle_off];
+
+	if (c->ncycle < 1)
+	{
+		fail(run, CAT_ANSWER, "  requester %d: DEADLOCK with an empty cycle", c->requester);
+		return;
+	}
+	if (first_lock != NULL && strcmp(steps[0].lock, first_lock) != 0)
+		fail(run, CAT_ANSWER, "  requester %d: the cycle starts at %s, the model's first part with a cycle is on %s",
+			 c->requester, steps[0].lock, first_lock);
+	if (!cycle_walk(edges, nedges, steps, c->ncycle, 0, owner, owner))
+	{
+		fail(run, CAT_ANSWER, "  requester %d: the core's cycle is not one in the model's waits-for graph:",
+			 c->requester);
+		for (int i = 0; i < c->ncycle; i++)
+			fail(run, CAT_NONE, "    %s %d waits for %s (%s) of %s %d",
+				 steps[i].waiter_keyed ? "keyed" : "session", (int) steps[i].waiter_pid,
+				 steps[i].lock, steps[i].held ? "held" : "queued",
+				 steps[i].blocker_keyed ? "keyed" : "session", (int) steps[i].blocker_pid);
+		fail(run, CAT_NONE, "    model edges:");
+		for (int k = 0; k < nedges; k++)
+			fail(run, CAT_NONE, "      owner#%d %s %d%s waits for %s (%s) of owner#%d %s %d",
+				 edges[k].waiter_owner, edges[k].waiter_keyed ? "keyed" : "session",
+				 (int) edges[k].waiter_pid, edges[k].waiter_new ? " (new)" : "", edges[k].lock,
+				 edges[k].held ? "held" : "queued", edges[k].blocker_owner,
+				 edges[k].blocker_keyed ? "keyed" : "session", (int) edges[k].blocker_pid);
+	}
+}
+
+static void
+compare_answers(Run *run)
+{
+	int			nm;
+	const ModelAnswer *ma = model_answers(run->model, &nm);
+
+	for (int r = 0; r < NREQ; r++)
+	{
+		int			ci = 0,
+					mi = 0;
+
+		for (;;)
+		{
+			char		cb[600],
+						mb[600];
+			const CoreAnswer *c;
+			const ModelAnswer *m;
+
+			while (ci < run->nans && run->ans[ci].requester != r)
+				ci++;
+			while (mi < nm && ma[mi].requester != r)
+				mi++;
+			if (ci == run->nans && mi == nm)
+				break;
+			c = ci < run->nans ? &run->ans[ci] : NULL;
+			m = mi < nm ? &ma[mi] : NULL;
+			if (c)
+				describe_answer(cb, sizeof(cb), c->a.status, c->a.token, c->a.expires_at,
+								c->a.count, c->a.name_index, c->a.ntokens, c->tokens,
+								c->a.error, c->ncycle);
+			else
+				snprintf(cb, sizeof(cb), "(nothing)");
+			if (m)
+				describe_answer(mb, sizeof(mb), m->status, m->token, m->expires_at, m->count,
+								m->name_index, m->ntokens, m->tokens, m->error, 0);
+			else
+				snprintf(mb, sizeof(mb), "(nothing)");
+			if (c == NULL || m == NULL || !answers_agree(c, m))
+				fail(run, CAT_ANSWER, "  requester %d: core %s, model %s", r, cb, mb);
+			else if (m->status == DLOCK_STATUS_DEADLOCK)
+			{
+				check_cycle(run, c);
+				stats->deadlock_steps += c->ncycle;
+			}
+			if (c)
+				ci++;
+			if (m)
+				mi++;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* One event through both */
+
+static void
+to_request(const Event *e, DLmRequest *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->op = e->op;
+	r->requester = e->requester;
+	r->owner_key = e->key;
+	r->pid = e->pid;
+	r->session_start = e->start;
+	r->mode = e->mode;
+	r->names = e->names;
+	r->nnames = e->nnames;
+	r->ttl_us = e->ttl;
+	r->max_ttl_us = e->max_ttl;
+	r->timeout_at = 0;
+}
+
+/* Can the event run now?  (A requester with a waiting request asks nothing.) */
+static bool
+event_applies(const Run *run, const Event *e)
+{
+	if (e->kind == EV_REQUEST && e->requester >= 0 && e->requester < NREQ &&
+		model_waiting(run->model, e->requester))
+		return false;
+	return true;
+}
+
+static void
+check_tokens_grow(Run *run, const Pic *p)
+{
+	for (int n = 0; n < NNAMES; n++)
+	{
+		int64_t		maxt = run->max_token[n];
+
+		for (int i = 0; i < p->nh[n]; i++)
+		{
+			int64_t		t = p->h[n][i].token;
+			bool		old = false;
+
+			for (int k = 0; k < run->nprev[n]; k++)
+				if (run->prev_tokens[n][k] == t)
+					old = true;
+			if (!old && t <= run->max_token[n])
+				fail(run, CAT_INVARIANT, "  %s: new token %" PRId64 " not above %" PRId64,
+					 NAMES[n], t, run->max_token[n]);
+			if (t > maxt)
+				maxt = t;
+		}
+		run->max_token[n] = maxt;
+		run->nprev[n] = p->nh[n];
+		for (int i = 0; i < p->nh[n]; i++)
+			run->prev_tokens[n][i] = p->h[n][i].token;
+	}
+}
+
+/*
+ * Feed event e to the core and the model and compare.  Returns false if
+ * they disagree (run->diff says how).
+ */
+static bool
+run_event(Run *run, const Event *e)
+{
+	int			ce = 0,
+				me = 0;
+	static Pic	cp,
+				mp;
+
+	run->nans = 0;
+	run->nsteps = 0;
+	run->events++;
+	switch (e->kind)
+	{
+		case EV_REQUEST:
+			{
+				DLmRequest	r;
+
+				to_request(e, &r);
+				if (run->core)
+					dlm_request(run->core, &r, e->now);
+				model_request(run->model, &r, e->now);
+				break;
+			}
+		case EV_WITHDRAW:
+			if (run->core)
+				dlm_withdraw(run->core, e->reqs, e->nreqs, e->now);
+			model_withdraw(run->model, e->reqs, e->nreqs, e->now);
+			break;
+		case EV_SESSION_END:
+			if (run->core)
+				dlm_session_end(run->core, e->pid, e->start, e->requester, e->now);
+			model_session_end(run->model, e->pid, e->start, e->requester, e->now);
+			break;
+		case EV_EXPIRE:
+			if (run->core)
+				ce = dlm_expire(run->core, e->now, e->max);
+			me = model_expire(run->model, e->now, e->max);
+			break;
+	}
+
+	{
+		int			nm;
+		const ModelAnswer *ma = model_answers(run->model, &nm);
+
+		for (int i = 0; i < nm; i++)
+		{
+			if ((int) ma[i].status >= 0 && (int) ma[i].status < 16)
+				stats->status[ma[i].status]++;
+			if (ma[i].ntokens > 1)
+				stats->group_grants++;
+		}
+		stats->expired += me;
+		model_notified(run->model, &nm);
+		stats->announced += nm;
+	}
+	{
+		const char *err = model_check(run->model);
+
+		if (err)
+			fail(run, CAT_MODEL, "  model: %s", err);
+	}
+
+	if (run->core)
+	{
+		int			nn;
+		const char *const *mn = model_notified(run->model, &nn);
+		int64_t		hi;
+		int			ncore = 0;
+
+		if (dlm_broken(run->core))
+			fail(run, CAT_INVARIANT, "  the core says it is broken");
+		if (ce != me)
+			fail(run, CAT_ANSWER, "  expire: core released %d, model %d", ce, me);
+		compare_answers(run);
+
+		/* announcements: the same set of names */
+		for (DLmLock *l = dlm_notified_locks(run->core); l != NULL; l = l->notify_next)
+		{
+			bool		found = false;
+
+			ncore++;
+			for (int i = 0; i < nn; i++)
+				if (strcmp(mn[i], l->name) == 0)
+					found = true;
+			if (!found)
+				fail(run, CAT_NOTIFY, "  the core announced %s, the model did not", l->name);
+			if (ncore > 100)
+				break;
+		}
+		for (int i = 0; i < nn; i++)
+		{
+			bool		found = false;
+
+			for (DLmLock *l = dlm_notified_locks(run->core); l != NULL; l = l->notify_next)
+				if (strcmp(mn[i], l->name) == 0)
+					found = true;
+			if (!found)
+				fail(run, CAT_NOTIFY, "  the model announced %s, the core did not", mn[i]);
+		}
+		if (ncore != nn && run->category != CAT_NOTIFY)
+			fail(run, CAT_NOTIFY, "  the core announced %d locks, the model %d", ncore, nn);
+
+		/* the counter: every ticket handed out is below the stored block */
+		if (dlm_counter_dirty(run->core, &hi))
+		{
+			if (hi < run->stored_hi)
+				fail(run, CAT_COUNTER, "  the stored counter went back from %" PRId64 " to %" PRId64,
+					 run->stored_hi, hi);
+			run->stored_hi = hi;
+		}
+		if (model_next_ticket(run->model) > run->stored_hi)
+			fail(run, CAT_COUNTER, "  tickets up to %" PRId64 " handed out, the stored block is %" PRId64,
+				 model_next_ticket(run->model) - 1, run->stored_hi);
+		dlm_settle(run->core);
+	}
+	model_settle(run->model);
+
+	pic_from_model(run->model, &mp);
+	{
+		/* requests that queued in this event, grantable at once by 6 */
+		int			nm;
+		const ModelAnswer *ma = model_answers(run->model, &nm);
+		unsigned	g = pic_grantable(&mp);
+
+		for (int r = 0; r < NREQ; r++)
+			if (!model_waiting(run->model, r))
+				run->born_grantable[r] = false;
+		for (int i = 0; i < nm; i++)
+			if (ma[i].status == DLOCK_STATUS_QUEUED && ma[i].requester >= 0 &&
+				ma[i].requester < NREQ && model_waiting(run->model, ma[i].requester) &&
+				(g & (1u << ma[i].requester)))
+				run->born_grantable[ma[i].requester] = true;
+	}
+	if (run->core)
+	{
+		pic_from_core(run->core, &cp);
+		compare_pics(run, &cp, &mp);
+		check_pic(run, &cp, "core", run->stored_hi, &mp);
+		check_grantable(run, &cp, &mp);
+		check_tokens_grow(run, &cp);
+		if (dlm_nlocks(run->core) != model_nlocks(run->model))
+			fail(run, CAT_PICTURE, "  the core has %zu locks, the model %zu",
+				 dlm_nlocks(run->core), model_nlocks(run->model));
+		if (dlm_next_expiry(run->core) != model_next_expiry(run->model))
+			fail(run, CAT_PICTURE, "  next expiry: core %" PRId64 ", model %" PRId64,
+				 dlm_next_expiry(run->core), model_next_expiry(run->model));
+		for (int r = 0; r < NREQ; r++)
+		{
+			DLmWaiter  *w = dlm_waiter_of(run->core, r);
+
+			if ((w != NULL) != model_waiting(run->model, r))
+				fail(run, CAT_PICTURE, "  requester %d: waits in the core: %s, in the model: %s",
+					 r, w ? "yes" : "no", model_waiting(run->model, r) ? "yes" : "no");
+			else if (w != NULL && w->requester != r)
+				fail(run, CAT_PICTURE, "  dlm_waiter_of(%d) is requester %d's", r, w->requester);
+		}
+	}
+	else
+	{
+		check_pic(run, &mp, "model", model_next_ticket(run->model), &mp);
+		check_grantable(run, &mp, NULL);
+		check_tokens_grow(run, &mp);
+	}
+	return run->category == CAT_NONE;
+}
+
+/* ---------------------------------------------------------------- */
+/* Generating events */
+
+typedef struct Gen
+{
+	uint64_t	rng;
+	DLockTime	now;
+	int32_t		pid[NREQ];
+	int64_t		start[NREQ];
+	int			nnames;			/* this sequence's names: NAMES[0..] by pick[] */
+	int			pick[16];
+	int			key_pct;		/* how often an owner key owns */
+	int			ttl_pct;		/* how often a lease */
+	int			nsessions;
+	int32_t		next_pid;
+} Gen;
+
+static void
+gen_init(Gen *g, uint64_t seed)
+{
+	g->rng = seed;
+	g->now = 1000 * UNIT;
+	g->nsessions = 2 + rnd(&g->rng, NREQ - 1);
+	g->next_pid = 100;
+	for (int i = 0; i < NREQ; i++)
+	{
+		g->pid[i] = g->next_pid++;
+		g->start[i] = 1 + rnd(&g->rng, 3);
+	}
+	/* some sequences crowd a few names, others spread over all */
+	g->nnames = rnd(&g->rng, 3) == 0 ? 3 + rnd(&g->rng, NNAMES - 2) : NNAMES;
+	for (int i = 0; i < NNAMES; i++)
+		g->pick[i] = i;
+	for (int i = NNAMES - 1; i > 0; i--)
+	{
+		int			j = rnd(&g->rng, i + 1),
+					t = g->pick[i];
+
+		g->pick[i] = g->pick[j];
+		g->pick[j] = t;
+	}
+	g->key_pct = (int[]) {0, 20, 40, 70}[rnd(&g->rng, 4)];
+	g->ttl_pct = (int[]) {0, 30, 60}[rnd(&g->rng, 3)];
+}
+
+static const char *
+gen_name(Gen *g)
+{
+	return NAMES[g->pick[rnd(&g->rng, g->nnames)]];
+}
+
+static int
+gen_mode(Gen *g)
+{
+	static const int modes[] = {
+		DLOCK_MODE_NL, DLOCK_MODE_CR, DLOCK_MODE_CR, DLOCK_MODE_CW, DLOCK_MODE_CW,
+		DLOCK_MODE_PR, DLOCK_MODE_PR, DLOCK_MODE_PR, DLOCK_MODE_PW, DLOCK_MODE_PW,
+		DLOCK_MODE_EX, DLOCK_MODE_EX, DLOCK_MODE_EX, DLOCK_MODE_EX
+	};
+
+	return modes[rnd(&g->rng, (int) (sizeof(modes) / sizeof(modes[0])))];
+}
+
+/* Names the owner holds (named), per the model. */
+static int
+held_names(const Model *m, const char *key, int32_t pid, int64_t start, const char **out)
+{
+	ModelHolderView hv[MAXPER];
+	int			n = 0;
+
+	for (int i = 0; i < NNAMES; i++)
+	{
+		int			k = model_holders(m, NAMES[i], hv, MAXPER);
+
+		for (int j = 0; j < k && j < MAXPER; j++)
+			if (!hv[j].implied &&
+				same_owner(hv[j].key, hv[j].key ? 0 : hv[j].pid, hv[j].key ? 0 : hv[j].session_start,
+						   key, key ? 0 : pid, key ? 0 : start))
+				out[n++] = NAMES[i];
+	}
+	return n;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+static void
+gen_event(Gen *g, const Model *m, Event *e)
+{
+	int			free_req[NREQ],
+				nfree = 0,
+				waiting[NREQ],
+				nwaiting = 0;
+	int			w;
+
+	memset(e, 0, sizeof(*e));
+	g->now += UNIT * rnd(&g->rng, 4);
+	e->now = g->now;
+	for (int i = 0; i < g->nsessions; i++)
+	{
+		if (model_waiting(m, i))
+			waiting[nwaiting++] = i;
+		else
+			free_req[nfree++] = i;
+	}
+
+	w = rnd(&g->rng, 100);
+	if (nfree == 0 && w < 80)
+		w = 80 + rnd(&g->rng, 20);
+	if (w >= 80)
+	{
+		if (w < 88 && nwaiting > 0)
+		{
+			/* withdraw one or two, mostly waiting ones */
+			e->kind = EV_WITHDRAW;
+			e->nreqs = 1 + rnd(&g->rng, 2);
+			e->reqs[0] = waiting[rnd(&g->rng, nwaiting)];
+			if (e->nreqs == 2)
+			{
+				/* another, sometimes the same one twice */
+				e->reqs[1] = rnd(&g->rng, g->nsessions);
+				if (e->reqs[1] == e->reqs[0] && rnd(&g->rng, 4) != 0)
+					e->nreqs = 1;
+			}
+			return;
+		}
+		if (w < 90)
+		{
+			int			r = rnd(&g->rng, g->nsessions);
+
+			e->kind = EV_SESSION_END;
+			/* sometimes no requester: its waiting request stays in line */
+			e->requester = rnd(&g->rng, 8) == 0 ? DLM_NOBODY : r;
+			e->pid = g->pid[r];
+			e->start = g->start[r];
+			/* the requester's next session: same process id or a new one */
+			if (rnd(&g->rng, 2))
+				g->pid[r] = g->next_pid++;
+			g->start[r] += 1 + rnd(&g->rng, 3);
+			return;
+		}
+		e->kind = EV_EXPIRE;
+		e->max = rnd(&g->rng, 3) == 0 ? 1 + rnd(&g->rng, 2) : 1000;
+		return;
+	}
+
+	/* a request */
+	{
+		int			r = free_req[rnd(&g->rng, nfree)];
+		const char *held[16];
+		int			nheld;
+
+		e->kind = EV_REQUEST;
+		e->requester = r;
+		e->pid = g->pid[r];
+		e->start = g->start[r];
+		e->key = rnd(&g->rng, 100) < g->key_pct ? KEYS[rnd(&g->rng, NKEYS)] : NULL;
+		e->mode = gen_mode(g);
+		e->ttl = rnd(&g->rng, 100) < g->ttl_pct ? UNIT * (1 + rnd(&g->rng, 8)) : 0;
+		nheld = held_names(m, e->key, e->pid, e->start, held);
+		e->nnames = 1;
+		if (w < 24)
+		{
+			e->op = DLOCK_OP_ACQUIRE;
+			e->names[0] = nheld > 0 && rnd(&g->rng, 5) == 0 ? held[rnd(&g->rng, nheld)] : gen_name(g);
+		}
+		else if (w < 32)
+		{
+			e->op = DLOCK_OP_TRY;
+			e->names[0] = gen_name(g);
+		}
+		else if (w < 41)
+		{
+			e->op = DLOCK_OP_ACQUIRE_ALL;
+			e->nnames = 1 + rnd(&g->rng, 3);
+			for (int i = 0; i < e->nnames; i++)
+			{
+				e->names[i] = gen_name(g);
+				for (int j = 0; j < i; j++)
+					if (e->names[j] == e->names[i])
+					{
+						i--;
+						break;
+					}
+				if (g->nnames < 3 && i >= g->nnames - 1)
+				{
+					e->nnames = i + 1;
+					break;
+				}
+			}
+			qsort(e->names, (size_t) e->nnames, sizeof(e->names[0]), cmp_str);
+		}
+		else if (w < 53)
+		{
+			e->op = DLOCK_OP_CONVERT;
+			e->names[0] = nheld > 0 && rnd(&g->rng, 10) < 8 ? held[rnd(&g->rng, nheld)] : gen_name(g);
+		}
+		else if (w < 70)
+		{
+			e->op = DLOCK_OP_RELEASE;
+			e->mode = 0;
+			e->ttl = 0;
+			e->names[0] = nheld > 0 && rnd(&g->rng, 10) < 8 ? held[rnd(&g->rng, nheld)] : gen_name(g);
+			if (nheld >= 2 && rnd(&g->rng, 20) == 0)
+			{
+				/* an undo of an acquire_all grant: nobody is answered */
+				e->requester = DLM_NOBODY;
+				e->nnames = 2;
+				e->names[0] = held[0];
+				e->names[1] = held[1 + rnd(&g->rng, nheld - 1)];
+			}
+		}
+		else if (w < 75)
+		{
+			e->op = DLOCK_OP_RENEW;
+			e->mode = 0;
+			e->names[0] = nheld > 0 && rnd(&g->rng, 10) < 8 ? held[rnd(&g->rng, nheld)] : gen_name(g);
+			e->ttl = rnd(&g->rng, 2) ? UNIT * (1 + rnd(&g->rng, 8)) : 0;
+			e->max_ttl = rnd(&g->rng, 3) == 0 ? UNIT * (1 + rnd(&g->rng, 4)) : 0;
+		}
+		else if (w < 78)
+		{
+			e->op = DLOCK_OP_RELEASE_ALL;
+			e->mode = 0;
+			e->ttl = 0;
+			e->nnames = 0;
+			if (rnd(&g->rng, 8) == 0)
+				e->requester = DLM_NOBODY;
+		}
+		else
+		{
+			/* bad input: one defect */
+			e->op = DLOCK_OP_ACQUIRE;
+			e->names[0] = gen_name(g);
+			switch (rnd(&g->rng, 7))
+			{
+				case 0:
+					e->mode = rnd(&g->rng, 2) ? DLOCK_NMODES : -1;
+					break;
+				case 1:
+					e->names[0] = BAD_NAMES[rnd(&g->rng, (int) (sizeof(BAD_NAMES) / sizeof(BAD_NAMES[0])))];
+					break;
+				case 2:
+					e->key = BAD_KEYS[rnd(&g->rng, 2)];
+					break;
+				case 3:
+					e->op = DLOCK_OP_ACQUIRE_ALL;
+					e->nnames = 2;
+					e->names[0] = "b";
+					e->names[1] = rnd(&g->rng, 2) ? "a" : "b";
+					break;
+				case 4:
+					e->ttl = -UNIT;
+					break;
+				case 5:
+					e->nnames = 0;
+					break;
+				default:
+					e->op = (DLockOp) (rnd(&g->rng, 2) ? 0 : 99);
+					break;
+			}
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* Sequences, shrinking, printing */
+
+static const uint64_t FIXED_HASH_SEED[2] = {0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+
+/* Run events; returns the index of the first event that mismatched, or -1. */
+static int
+replay(const Event *ev, int n, const uint64_t hash_seed[2], Run *run, bool *applied)
+{
+	int			bad = -1;
+
+	run_init(run, hash_seed);
+	for (int i = 0; i < n; i++)
+	{
+		bool		ok = event_applies(run, &ev[i]);
+
+		if (applied)
+			applied[i] = ok;
+		if (!ok)
+			continue;
+		if (!run_event(run, &ev[i]))
+		{
+			bad = i;
+			break;
+		}
+	}
+	run_done(run);
+	if (bad < 0 && run->category != CAT_NONE)
+		bad = n - 1;			/* found at the end (memory) */
+	return bad;
+}
+
+static void
+on_alarm(int sig)
+{
+	(void) sig;
+	_exit(10 + CAT_CRASH);
+}
+
+/* Does the sequence still fail with the same category?  In a child. */
+static bool
+still_fails(const Event *ev, int n, const uint64_t hash_seed[2], int category)
+{
+	pid_t		pid;
+	int			status;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+	{
+		perror("fork");
+		exit(2);
+	}
+	if (pid == 0)
+	{
+		Run		   *run = calloc(1, sizeof(Run));
+		int			bad;
+
+		signal(SIGALRM, on_alarm);
+		alarm(30);
+		/* crashes of the core: no core dumps, no messages */
+		if (!freopen("/dev/null", "w", stderr))
+			_exit(2);
+		bad = replay(ev, n, hash_seed, run, NULL);
+		_exit(bad < 0 ? 0 : 10 + run->category);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return false;
+	if (WIFSIGNALED(status))
+		return category == CAT_CRASH;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 10 + category;
+}
+
+static const char *
+op_name(DLockOp op)
+{
+	switch (op)
+	{
+		case DLOCK_OP_ACQUIRE:
+			return "DLOCK_OP_ACQUIRE";
+		case DLOCK_OP_TRY:
+			return "DLOCK_OP_TRY";
+		case DLOCK_OP_RELEASE:
+			return "DLOCK_OP_RELEASE";
+		case DLOCK_OP_RENEW:
+			return "DLOCK_OP_RENEW";
+		case DLOCK_OP_RELEASE_ALL:
+			return "DLOCK_OP_RELEASE_ALL";
+		case DLOCK_OP_CONVERT:
+			return "DLOCK_OP_CONVERT";
+		case DLOCK_OP_ACQUIRE_ALL:
+			return "DLOCK_OP_ACQUIRE_ALL";
+		default:
+			return NULL;
+	}
+}
+
+static const char *
+mode_c(int mode)
+{
+	static const char *const names[] = {
+		"DLOCK_MODE_NL", "DLOCK_MODE_CR", "DLOCK_MODE_CW",
+		"DLOCK_MODE_PR", "DLOCK_MODE_PW", "DLOCK_MODE_EX"
+	};
+	static char buf[16];
+
+	if (mode >= 0 && mode < DLOCK_NMODES)
+		return names[mode];
+	snprintf(buf, sizeof(buf), "%d", mode);
+	return buf;
+}
+
+static void
+print_c_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++)
+	{
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char) *s < 0x20 || *s == 0x7f)
+			printf("\\%03o", (unsigned char) *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void
+print_event_c(const Event *e)
+{
+	switch (e->kind)
+	{
+		case EV_REQUEST:
+			{
+				const char *op = op_name(e->op);
+
+				printf("\t{\n");
+				if (e->nnames > 0)
+				{
+					printf("\t\tstatic const char *const n[] = {");
+					for (int i = 0; i < e->nnames; i++)
+					{
+						if (i)
+							printf(", ");
+						print_c_string(e->names[i]);
+					}
+					printf("};\n");
+				}
+				printf("\t\tDLmRequest r = {.op = ");
+				if (op)
+					printf("%s", op);
+				else
+					printf("(DLockOp) %d", (int) e->op);
+				printf(", .requester = %s", e->requester == DLM_NOBODY ? "DLM_NOBODY" : "");
+				if (e->requester != DLM_NOBODY)
+					printf("%d", e->requester);
+				printf(",\n\t\t\t.owner_key = ");
+				if (e->key)
+					print_c_string(e->key);
+				else
+					printf("NULL");
+				printf(", .pid = %d, .session_start = %" PRId64 ",\n", (int) e->pid, e->start);
+				printf("\t\t\t.mode = %s, .names = %s, .nnames = %d", mode_c(e->mode),
+					   e->nnames > 0 ? "n" : "NULL", e->nnames);
+				if (e->ttl)
+					printf(", .ttl_us = %" PRId64, e->ttl);
+				if (e->max_ttl)
+					printf(", .max_ttl_us = %" PRId64, e->max_ttl);
+				printf("};\n\n\t\tdlm_request(m, &r, %" PRId64 ");\n\t}\n", e->now);
+				break;
+			}
+		case EV_WITHDRAW:
+			printf("\t{\n\t\tstatic const int w[] = {");
+			for (int i = 0; i < e->nreqs; i++)
+				printf("%s%d", i ? ", " : "", e->reqs[i]);
+			printf("};\n\n\t\tdlm_withdraw(m, w, %d, %" PRId64 ");\n\t}\n", e->nreqs, e->now);
+			break;
+		case EV_SESSION_END:
+			printf("\tdlm_session_end(m, %d, %" PRId64 ", %d, %" PRId64 ");\n",
+				   (int) e->pid, e->start, e->requester, e->now);
+			break;
+		case EV_EXPIRE:
+			printf("\tdlm_expire(m, %" PRId64 ", %d);\n", e->now, e->max);
+			break;
+	}
+	printf("\tdlm_settle(m);\n");
+}
+
+static void
+print_options(void)
+{
+	printf("/* model readings:");
+	for (size_t i = 0; i < sizeof(option_names) / sizeof(option_names[0]); i++)
+		printf(" %s=%d", option_names[i].name,
+			   (int) *(bool *) ((char *) &mopt + option_names[i].off));
+	printf(" */\n");
+}
+
+/*
+ * Shrink a failing sequence (ddmin over chunks of events), then print it
+ * as C code with what differed.
+ */
+static void
+shrink_and_print(Event *ev, int n, const uint64_t hash_seed[2], int category,
+				 uint64_t seq_seed)
+{
+	Event	   *cand = malloc(sizeof(Event) * (size_t) (n > 0 ? n : 1));
+	int			chunk = n / 2;
+	int			tries = 0;
+	bool	   *applied;
+	Run		   *run;
+	int			bad;
+
+	if (chunk < 1)
+		chunk = 1;
+	while (chunk >= 1 && tries < 20000)
+	{
+		bool		progress = false;
+
+		for (int start = 0; start < n && tries < 20000;)
+		{
+			int			k = 0;
+
+			for (int i = 0; i < n; i++)
+				if (i < start || i >= start + chunk)
+					cand[k++] = ev[i];
+			tries++;
+			if (k > 0 && still_fails(cand, k, hash_seed, category))
+			{
+				memcpy(ev, cand, sizeof(Event) * (size_t) k);
+				n = k;
+				progress = true;
+			}
+			else
+				start += chunk;
+		}
+		if (!progress)
+			chunk /= 2;
+	}
+	free(cand);
+
+	printf("\n/* test_model: sequence seed %" PRIu64 ", hash seed {0x%" PRIx64 ", 0x%" PRIx64
+		   "}: %s mismatch, %d events after shrinking (%d tries) */\n",
+		   seq_seed, hash_seed[0], hash_seed[1], category_names[category], n, tries);
+	print_options();
+
+	applied = malloc(sizeof(bool) * (size_t) (n > 0 ? n : 1));
+	run = calloc(1, sizeof(Run));
+	if (category == CAT_CRASH)
+	{
+		for (int i = 0; i < n; i++)
+			applied[i] = true;
+		bad = n - 1;
+	}
+	else
+		bad = replay(ev, n, hash_seed, run, applied);
+	printf("#ifndef MODEL_CASE_MANAGER\n#define MODEL_CASE_MANAGER\n"
+		   "static void *\nmodel_case_alloc(void *arg, size_t size)\n{\n\t(void) arg;\n\treturn malloc(size);\n}\n\n"
+		   "static void\nmodel_case_free(void *arg, void *ptr, size_t size)\n{\n\t(void) arg;\n\t(void) size;\n\tfree(ptr);\n}\n\n"
+		   "static void\nmodel_case_answer(void *arg, int requester, const DLmAnswer *a)\n{\n"
+		   "\t(void) arg;\n\tprintf(\"requester %%d: status %%d token %%lld expires %%lld count %%d\\n\",\n"
+		   "\t\t   requester, (int) a->status, (long long) a->token, (long long) a->expires_at, (int) a->count);\n}\n\n"
+		   "static DLockManager *\nmodel_case_manager(void)\n{\n\tDLmConfig\tcfg = {\n"
+		   "\t\t.alloc = {model_case_alloc, model_case_free, NULL},\n"
+		   "\t\t.seed = {0x%" PRIx64 "ULL, 0x%" PRIx64 "ULL},\n"
+		   "\t\t.nrequesters = %d, .max_name_len = %d, .ticket_reserve = %d,\n"
+		   "\t\t.answer = model_case_answer\n\t};\n"
+		   "\tDLockManager *m = dlm_create(&cfg);\n\n\tdlm_set_counter(m, %d);\n\treturn m;\n}\n#endif\n\n",
+		   hash_seed[0], hash_seed[1], NREQ, MAX_NAME_LEN, TICKET_RESERVE, FIRST_TICKET);
+	printf("static void\ntest_model_case_%" PRIu64 "(void)\n{\n", seq_seed);
+	printf("\tDLockManager *m = model_case_manager();\n\n");
+	for (int i = 0; i < n; i++)
+	{
+		if (!applied[i])
+			continue;
+		if (i == bad)
+			printf("\t/* the events above agree; this one does not: */\n");
+		print_event_c(&ev[i]);
+	}
+	printf("\t/*\n");
+	if (category == CAT_CRASH)
+		printf("\t * the core crashed (or hung) in this sequence\n");
+	else
+	{
+		char	   *line = run->diff;
+
+		while (*line)
+		{
+			char	   *nl = strchr(line, '\n');
+
+			if (nl)
+				*nl = '\0';
+			printf("\t * %s\n", line);
+			if (!nl)
+				break;
+			line = nl + 1;
+		}
+	}
+	printf("\t */\n\tdlm_destroy(m);\n}\n\n");
+	fflush(stdout);
+	free(applied);
+	free(run);
+}
+
+/*
+ * One sequence of len events from seq_seed.  Returns 0 if the core and the
+ * model agreed, else the category of the mismatch (already printed).
+ */
+static int
+run_sequence(uint64_t seq_seed, int len, const uint64_t hash_seed[2], bool print)
+{
+	Event	   *ev = malloc(sizeof(Event) * (size_t) len);
+	Run		   *run = calloc(1, sizeof(Run));
+	Gen			g;
+	int			bad = -1;
+	int			category;
+
+	gen_init(&g, seq_seed);
+	run_init(run, hash_seed);
+	for (int i = 0; i < len; i++)
+	{
+		gen_event(&g, run->model, &ev[i]);
+		if (!event_applies(run, &ev[i]))
+			continue;
+		if (!run_event(run, &ev[i]))
+		{
+			bad = i;
+			break;
+		}
+	}
+	run_done(run);
+	stats->events_run += run->events;
+	if (bad < 0 && run->category != CAT_NONE)
+		bad = len - 1;
+	category = run->category;
+	if (bad >= 0)
+	{
+		if (print)
+		{
+			if (!quiet)
+				printf("sequence %" PRIu64 ": %s mismatch at event %d:\n%s", seq_seed,
+					   category_names[category], bad, run->diff);
+			if (!no_fork)
+				shrink_and_print(ev, bad + 1, hash_seed, category, seq_seed);
+		}
+	}
+	free(ev);
+	free(run);
+	return bad >= 0 ? category : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	long		total = 100000;
+	uint64_t	seed = 1;
+	uint64_t	rng;
+	long		events = 0;
+	int			passed = 0,
+				failed = 0,
+				printed = 0,
+				reseeded = 0;
+	int			argi = 1;
+	int			by_kind[16] = {0};
+	struct timespec t0,
+				t1;
+
+	model_default_options(&mopt);
+	stats = mmap(NULL, sizeof(Stats), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stats == MAP_FAILED)
+	{
+		perror("mmap");
+		return 2;
+	}
+	memset(stats, 0, sizeof(*stats));
+	for (int a = 0; a < NNAMES; a++)
+		for (int d = 0; d < NNAMES; d++)
+		{
+			size_t		la = strlen(NAMES[a]);
+
+			is_ancestor[a][d] = NAMES[a][0] == '/' && strlen(NAMES[d]) > la &&
+				strncmp(NAMES[a], NAMES[d], la) == 0 && NAMES[d][la] == '/';
+		}
+
+	while (argi < argc && argv[argi][0] == '-' && argv[argi][1] != '\0' &&
+		   !(argv[argi][1] >= '0' && argv[argi][1] <= '9'))
+	{
+		const char *o = argv[argi++];
+
+		if (strcmp(o, "-m") == 0)
+			model_only = true;
+		else if (strcmp(o, "-F") == 0)
+			no_fork = true;
+		else if (strcmp(o, "-q") == 0)
+			quiet = true;
+		else if (strcmp(o, "-K") == 0 && argi < argc &&
+				 strcmp(argv[argi], "spec") == 0)
+		{
+			skip_spec = true;
+			argi++;
+		}
+		else if (strcmp(o, "-O") == 0 && argi < argc)
+		{
+			const char *spec = argv[argi++];
+			const char *eq = strchr(spec, '=');
+			bool		found = false;
+
+			for (size_t i = 0; i < sizeof(option_names) / sizeof(option_names[0]); i++)
+				if (eq && strncmp(spec, option_names[i].name, (size_t) (eq - spec)) == 0 &&
+					option_names[i].name[eq - spec] == '\0')
+				{
+					*(bool *) ((char *) &mopt + option_names[i].off) = atoi(eq + 1) != 0;
+					found = true;
+				}
+			if (!found)
+			{
+				fprintf(stderr, "readings (-O name=0|1):\n");
+				for (size_t i = 0; i < sizeof(option_names) / sizeof(option_names[0]); i++)
+					fprintf(stderr, "  %s (default %d)\n", option_names[i].name,
+							(int) *(bool *) ((char *) &mopt + option_names[i].off));
+				return 2;
+			}
+		}
+		else
+		{
+			fprintf(stderr, "usage: %s [-m] [-F] [-q] [-K spec] [-O reading=0|1] [events] [seed]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (argi < argc)
+		total = atol(argv[argi++]);
+	if (argi < argc)
+		seed = strtoull(argv[argi++], NULL, 0);
+	rng = seed;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (events < total)
+	{
+		uint64_t	seq_seed = next_rand(&rng);
+		int			len = 200 + rnd(&rng, 1801);
+		uint64_t	hash_seed[2] = {FIXED_HASH_SEED[0], FIXED_HASH_SEED[1]};
+		int			result;
+		bool		print = printed < 3;
+
+		if (len > total - events)
+			len = (int) (total - events);
+		/* one sequence in four also runs with a fresh hash seed */
+		if ((passed + failed) % 4 == 3)
+		{
+			hash_seed[0] = next_rand(&rng);
+			hash_seed[1] = next_rand(&rng);
+			reseeded++;
+		}
+		if (no_fork || model_only)
+			result = run_sequence(seq_seed, len, hash_seed, print);
+		else
+		{
+			pid_t		pid;
+			int			status;
+
+			fflush(stdout);
+			pid = fork();
+			if (pid < 0)
+			{
+				perror("fork");
+				return 2;
+			}
+			if (pid == 0)
+			{
+				int			r = run_sequence(seq_seed, len, hash_seed, print);
+
+				fflush(stdout);
+				_exit(r == 0 ? 0 : 10 + r);
+			}
+			waitpid(pid, &status, 0);
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+				result = 0;
+			else if (WIFEXITED(status) && WEXITSTATUS(status) >= 10)
+				result = WEXITSTATUS(status) - 10;
+			else
+			{
+				/* the core crashed: shrink here (regenerating the events) */
+				result = CAT_CRASH;
+				printf("sequence %" PRIu64 ": the core crashed (%s)\n", seq_seed,
+					   WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exit");
+				if (print)
+				{
+					Event	   *ev = malloc(sizeof(Event) * (size_t) len);
+					Model	   *mm = model_create(NREQ, FIRST_TICKET, MAX_NAME_LEN, &mopt);
+					Gen			g;
+
+					/* the events, from the model alone */
+					gen_init(&g, seq_seed);
+					for (int i = 0; i < len; i++)
+					{
+						Run			r0;
+
+						memset(&r0, 0, sizeof(r0));
+						r0.model = mm;
+						gen_event(&g, mm, &ev[i]);
+						if (!event_applies(&r0, &ev[i]))
+							continue;
+						switch (ev[i].kind)
+						{
+							case EV_REQUEST:
+								{
+									DLmRequest	rq;
+
+									to_request(&ev[i], &rq);
+									model_request(mm, &rq, ev[i].now);
+									break;
+								}
+							case EV_WITHDRAW:
+								model_withdraw(mm, ev[i].reqs, ev[i].nreqs, ev[i].now);
+								break;
+							case EV_SESSION_END:
+								model_session_end(mm, ev[i].pid, ev[i].start, ev[i].requester, ev[i].now);
+								break;
+							case EV_EXPIRE:
+								model_expire(mm, ev[i].now, ev[i].max);
+								break;
+						}
+						model_settle(mm);
+					}
+					model_destroy(mm);
+					shrink_and_print(ev, len, hash_seed, CAT_CRASH, seq_seed);
+					free(ev);
+				}
+			}
+		}
+		if (result == 0)
+			passed++;
+		else
+		{
+			if (result > 0 && result < 16)
+				by_kind[result]++;
+			failed++;
+			if (print)
+				printed++;
+		}
+		events += len;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("model: %ld events run (%ld generated) in %d sequences (%d with a fresh hash seed), %.2f s%s\n",
+		   stats->events_run, events, passed + failed, reseeded,
+		   (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9,
+		   model_only ? ", the model alone" : "");
+	if (!quiet)
+	{
+		printf("model: answers:");
+		for (int i = 1; i < 14; i++)
+			if (stats->status[i])
+				printf(" %s %ld", status_name((DLockStatus) i), stats->status[i]);
+		printf("; acquire_all grants of several names %ld, leases expired %ld, announced %ld,"
+			   " deadlock cycle steps checked %ld\n", stats->group_grants, stats->expired,
+			   stats->announced, stats->deadlock_steps);
+		if (skip_spec)
+			printf("model: README findings let pass (-K spec): %ld grantable requests left waiting,"
+				   " %ld conflicting holder pairs\n", stats->spec_waiting, stats->spec_conflicts);
+	}
+	if (failed > 0)
+	{
+		printf("model: failed sequences by the first mismatch:");
+		for (int i = 1; i < 16; i++)
+			if (by_kind[i])
+				printf(" %s %d", category_names[i], by_kind[i]);
+		printf("\n");
+	}
+	printf("model: %d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,455 @@
+/*
+ * dlock_slots.c
+ *		The worker's side of the slot protocol (dlock.h): what a batch takes
+ *		from the slots, the answers it keeps per slot until its commit, and
+ *		their publication afterwards.
+ *
+ * Interface: see dlock_slots.h.
+ *
+ * An answer reaches a slot only in slots_publish, after the batch that
+ * decided it has committed: a backend never learns of a grant the tables
+ * could still lose.
+ */
+#include "postgres.h"
+
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/spin.h"
+#include "utils/memutils.h"
+
+#include "dlock_slots.h"
+
+/* What to tell a slot once the batch has committed. */
+typedef struct Outcome
+{
+	bool		listed;
+	bool		answered;
+	bool		queued;			/* waits: publish its ticket */
+	bool		end_session;	/* session cleaned up: free the slot */
+	DLockStatus status;
+	int64		token;
+	TimestampTz expires_at;
+	int32		count;
+	int64		tokens[DLOCK_MAX_MULTI];
+	char		errmsg[DLOCK_ERRMSG_LEN];
+} Outcome;
+
+static MemoryContext batch_cxt;
+static Outcome *outcomes;		/* per slot */
+static List *outcome_slots;		/* the slots with an outcome, this batch */
+
+static Outcome *outcome_of(int slotno);
+static void copy_message(char *dst, const char *msg);
+static void copy_request(DLockSlot *slot, int slotno, Request *r);
+static int	request_seq_cmp(const ListCell *a, const ListCell *b);
+
+void
+slots_init(void)
+{
+	batch_cxt = AllocSetContextCreate(TopMemoryContext, "dlock batch",
+									  ALLOCSET_DEFAULT_SIZES);
+	outcomes = MemoryContextAllocZero(TopMemoryContext,
+									  sizeof(Outcome) * dlock_shared->nslots);
+}
+
+void
+slots_end_session(int slotno)
+{
+	outcome_of(slotno)->end_session = true;
+}
+
+/*
+ * After a failed batch, the request that was taken alone: its answer is
+ * the error (also for a backend that gave up waiting: the slot is freed).
+ */
+void
+slots_fail_isolated(int slotno, const char *message)
+{
+	DLockSlot  *slot = dlock_slot(slotno);
+
+	SpinLockAcquire(&slot->mutex);
+	if (slot->state == DLOCK_SLOT_ACCEPTED)
+	{
+		slot->status = DLOCK_STATUS_ERROR;
+		copy_message(slot->errmsg, message);
+		slot->state = slot->abandoned ? DLOCK_SLOT_FREE : DLOCK_SLOT_DONE;
+		slot->abandoned = false;
+	}
+	SpinLockRelease(&slot->mutex);
+	SetLatch(&ProcGlobal->allProcs[slotno].procLatch);
+}
+
+/* ---------------------------------------------------------------------
+ * Answers: the lock manager's, kept per slot until the batch commits
+ * --------------------------------------------------------------------- */
+
+static Outcome *
+outcome_of(int slotno)
+{
+	Outcome    *o = &outcomes[slotno];
+
+	if (!o->listed)
+	{
+		MemoryContext old = MemoryContextSwitchTo(batch_cxt);
+
+		memset(o, 0, sizeof(Outcome));
+		o->listed = true;
+		outcome_slots = lappend_int(outcome_slots, slotno);
+		MemoryContextSwitchTo(old);
+	}
+	return o;
+}
+
+/* After a failed batch: the outcomes listed were never handed out. */
+void
+slots_forget(void)
+{
+	for (int i = 0; i < dlock_shared->nslots; i++)
+		outcomes[i].listed = false;
+}
+
+static void
+answer_slot(int slotno, DLockStatus status, int64 token, TimestampTz expires_at,
+	   int32 count)
+{
+	Outcome    *o = outcome_of(slotno);
+
+	o->answered = true;
+	o->queued = false;
+	o->status = status;
+	o->token = token;
+	o->expires_at = expires_at;
+	o->count = count;
+}
+
+/*
+ * Copy a message into a slot-sized buffer, cut on a character boundary: a
+ * cut inside a multibyte character would make the client's conversion fail
+ * (22021 instead of the error it reports) and leave a lone byte in the log.
+ */
+static void
+copy_message(char *dst, const char *msg)
+{
+	int			len = strlen(msg);
+
+	if (len >= DLOCK_ERRMSG_LEN)
+		len = pg_mbcliplen(msg, len, DLOCK_ERRMSG_LEN - 1);
+	memcpy(dst, msg, len);
+	dst[len] = '\0';
+}
+
+static void
+answer_error(int slotno, DLockStatus status, const char *msg)
+{
+	Outcome    *o = outcome_of(slotno);
+
+	answer_slot(slotno, status, 0, 0, 0);
+	copy_message(o->errmsg, msg);
+}
+
+/* An owner in a deadlock's DETAIL: keys are secrets, so no key. */
+static void
+describe_owner(StringInfo buf, bool keyed, int pid)
+{
+	if (keyed)
+		appendStringInfo(buf, "an owner key (pid %d)", pid);
+	else
+		appendStringInfo(buf, "session %d", pid);
+}
+
+/* The cycle in wait order, one sentence per edge. */
+static char *
+describe_cycle(const DLmAnswer *a)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < a->ncycle; i++)
+	{
+		const DLmCycleStep *st = &a->cycle[i];
+		int			start;
+
+		if (buf.len > 0)
+			appendStringInfoChar(&buf, ' ');
+		start = buf.len;
+		describe_owner(&buf, st->waiter_keyed, st->waiter_pid);
+		appendStringInfo(&buf, " waits for \"%s\" %s ", st->lock,
+						 st->held ? "held by" : "queued earlier by");
+		describe_owner(&buf, st->blocker_keyed, st->blocker_pid);
+		appendStringInfoChar(&buf, '.');
+		buf.data[start] = pg_toupper((unsigned char) buf.data[start]);
+	}
+	return buf.data;
+}
+
+/* The lock manager's answer callback (DLmConfig.answer). */
+void
+dlock_on_answer(void *arg, int slotno, const DLmAnswer *a)
+{
+	Outcome    *o;
+
+	switch (a->status)
+	{
+		case DLOCK_STATUS_QUEUED:
+			outcome_of(slotno)->queued = true;	/* its ticket is published */
+			break;
+		case DLOCK_STATUS_DEADLOCK:
+			answer_error(slotno, DLOCK_STATUS_DEADLOCK, describe_cycle(a));
+			break;
+		case DLOCK_STATUS_ERROR:
+			answer_error(slotno, DLOCK_STATUS_ERROR, dlm_error_message(a->error));
+			break;
+		case DLOCK_STATUS_MODE_HELD:
+			/* which name (in token) and its held mode (in count) */
+			answer_slot(slotno, a->status, a->name_index, 0, a->count);
+			break;
+		default:
+			answer_slot(slotno, a->status, a->token, a->expires_at, a->count);
+			o = outcome_of(slotno);
+			if (a->ntokens > 0)
+				memcpy(o->tokens, a->tokens, sizeof(int64) * a->ntokens);
+			else
+				o->tokens[0] = a->token;	/* acquire_all of one name */
+			break;
+	}
+}
+
+/* Whether the batch has an answer or a freed slot to publish. */
+bool
+slots_answers_ready(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, outcome_slots)
+	{
+		Outcome    *o = &outcomes[lfirst_int(lc)];
+
+		if (o->answered || o->end_session)
+			return true;
+	}
+	return false;
+}
+
+MemoryContext
+slots_batch_begin(bool keep)
+{
+	if (keep)
+		return batch_cxt;		/* a deferred batch goes on gathering */
+	MemoryContextReset(batch_cxt);
+	outcome_slots = NIL;
+	return batch_cxt;
+}
+
+/*
+ * collect
+ *		Take from the slots what this batch handles: session ends,
+ *		withdrawals and new requests (in submission order).  New requests
+ *		are marked ACCEPTED.  In isolation mode only the earliest new request
+ *		is taken; the others stay submitted for later batches.
+ */
+void
+slots_collect(List **ended, List **withdrawn, List **fresh, bool one_fresh)
+{
+	for (int i = 0; i < dlock_shared->nslots; i++)
+	{
+		DLockSlot  *slot = dlock_slot(i);
+		Request    *r;
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->pid == 0)
+		{
+			SpinLockRelease(&slot->mutex);
+			continue;
+		}
+		if (slot->session_ended)
+		{
+			r = palloc(sizeof(Request));
+			copy_request(slot, i, r);
+			r->state = slot->state;
+			r->status = slot->status;
+			r->abandoned = slot->abandoned;
+			SpinLockRelease(&slot->mutex);
+			*ended = lappend(*ended, r);
+		}
+		else if (slot->cancel &&
+				 (slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED))
+		{
+			slot->state = DLOCK_SLOT_ACCEPTED;
+			r = palloc(sizeof(Request));
+			copy_request(slot, i, r);
+			SpinLockRelease(&slot->mutex);
+			*withdrawn = lappend(*withdrawn, r);
+		}
+		else if (slot->state == DLOCK_SLOT_SUBMITTED)
+		{
+			slot->state = DLOCK_SLOT_ACCEPTED;
+			r = palloc(sizeof(Request));
+			copy_request(slot, i, r);
+			SpinLockRelease(&slot->mutex);
+			*fresh = lappend(*fresh, r);
+		}
+		else
+			SpinLockRelease(&slot->mutex);
+	}
+	list_sort(*fresh, request_seq_cmp);
+
+	if (one_fresh && list_length(*fresh) > 1)
+	{
+		ListCell   *lc;
+
+		for_each_from(lc, *fresh, 1)
+		{
+			Request    *r = lfirst(lc);
+			DLockSlot  *slot = dlock_slot(r->slotno);
+
+			SpinLockAcquire(&slot->mutex);
+			if (slot->state == DLOCK_SLOT_ACCEPTED)
+				slot->state = DLOCK_SLOT_SUBMITTED;
+			SpinLockRelease(&slot->mutex);
+		}
+		*fresh = list_truncate(*fresh, 1);
+	}
+}
+
+/* Copy a slot's request; caller holds the slot's mutex. */
+static void
+copy_request(DLockSlot *slot, int slotno, Request *r)
+{
+	r->slotno = slotno;
+	r->seq = slot->seq;
+	r->op = slot->op;
+	r->mode = slot->mode;
+	r->ttl_us = slot->ttl_us;
+	r->max_ttl_us = slot->max_ttl_us;
+	r->timeout_at = slot->timeout_at;
+	r->pid = slot->pid;
+	r->session_start = slot->session_start;
+	/* several names, NUL-separated: acquire_all, or a release undoing one */
+	r->nnames = slot->nnames;
+	r->names = palloc(sizeof(char *) * r->nnames);
+	if (r->nnames > 1)
+	{
+		const char *p = dlock_slot_name(slot);
+
+		for (int i = 0; i < r->nnames; i++)
+		{
+			r->names[i] = pstrdup(p);
+			p += strlen(p) + 1;
+		}
+	}
+	else
+		r->names[0] = pnstrdup(dlock_slot_name(slot), slot->name_len);
+	r->owner = slot->owner_len > 0 ?
+		pnstrdup(dlock_slot_owner(slot), slot->owner_len) : NULL;
+}
+
+static int
+request_seq_cmp(const ListCell *a, const ListCell *b)
+{
+	const Request *ra = lfirst(a);
+	const Request *rb = lfirst(b);
+
+	if (ra->seq < rb->seq)
+		return -1;
+	return ra->seq > rb->seq ? 1 : 0;
+}
+
+/*
+ * publish
+ *		After commit: hand every outcome to its slot and wake its backend.
+ */
+void
+slots_publish(DLockManager *lm)
+{
+	ListCell   *lc;
+
+	foreach(lc, outcome_slots)
+	{
+		int			slotno = lfirst_int(lc);
+		Outcome    *o = &outcomes[slotno];
+		DLockSlot  *slot = dlock_slot(slotno);
+		PGPROC	   *proc = &ProcGlobal->allProcs[slotno];
+		bool		wake = false;
+		DLmWaiter  *w;
+
+		SpinLockAcquire(&slot->mutex);
+		if (o->end_session)
+		{
+			slot->pid = 0;
+			slot->session_ended = false;
+			slot->state = DLOCK_SLOT_FREE;
+			slot->cancel = false;
+		}
+		else if (o->answered && slot->abandoned &&
+				 !(o->status == DLOCK_STATUS_GRANTED && dlock_op_grants(slot->op)))
+		{
+			/* nobody waits for this answer, and nothing needs undoing */
+			slot->state = DLOCK_SLOT_FREE;
+			slot->cancel = false;
+			slot->abandoned = false;
+			wake = true;		/* its next call may wait for the slot */
+		}
+		else if (o->answered)
+		{
+			slot->status = o->status;
+			slot->token = o->token;
+			slot->expires_at = o->expires_at;
+			slot->count = o->count;
+			memcpy(slot->tokens, o->tokens, sizeof(o->tokens));
+			memcpy(slot->errmsg, o->errmsg, DLOCK_ERRMSG_LEN);
+			slot->state = DLOCK_SLOT_DONE;
+			wake = true;
+		}
+		else if (o->queued && lm && (w = dlm_waiter_of(lm, slotno)) != NULL)
+			slot->ticket = w->ticket;
+		SpinLockRelease(&slot->mutex);
+		if (wake)
+			SetLatch(&proc->procLatch);
+		o->listed = false;
+	}
+}
+
+/*
+ * Answer what cannot be served while the picture cannot be loaded (the
+ * extension is not installed, or loading fails).
+ */
+void
+slots_refuse_all(DLockStatus status, const char *why)
+{
+	List	   *ended = NIL;
+	List	   *withdrawn = NIL;
+	List	   *fresh = NIL;
+	ListCell   *lc;
+
+	MemoryContextSwitchTo(slots_batch_begin(false));
+	slots_collect(&ended, &withdrawn, &fresh, false);
+	foreach(lc, ended)
+		outcome_of(((Request *) lfirst(lc))->slotno)->end_session = true;
+	foreach(lc, withdrawn)
+		answer_slot(((Request *) lfirst(lc))->slotno, DLOCK_STATUS_CANCELED, 0, 0, 0);
+	foreach(lc, fresh)
+		answer_error(((Request *) lfirst(lc))->slotno, status, why);
+	slots_publish(NULL);
+	MemoryContextSwitchTo(TopMemoryContext);
+}
+
+bool
+slots_work_pending(void)
+{
+	for (int i = 0; i < dlock_shared->nslots; i++)
+	{
+		DLockSlot  *slot = dlock_slot(i);
+		bool		pending;
+
+		SpinLockAcquire(&slot->mutex);
+		pending = slot->pid != 0 &&
+			(slot->session_ended || slot->state == DLOCK_SLOT_SUBMITTED ||
+			 (slot->cancel && slot->state == DLOCK_SLOT_ACCEPTED));
+		SpinLockRelease(&slot->mutex);
+		if (pending)
+			return true;
+	}
+	return false;
+}
