@@ -3,8 +3,8 @@
 # and 4 for two commits side by side, in one run on this machine: each
 # commit is built into its own private PostgreSQL copy, both throwaway
 # clusters (fsync on, the bench's settings) run at once, and every cell is
-# measured on both back to back, the order alternating.  A cell where AFTER
-# is below 0.95 of BEFORE is measured again, and both pairs are shown.
+# measured on both, before-after-after-before, each side averaged.  A cell
+# where AFTER is below 0.95 of BEFORE is measured again, both shown.
 # Writes bench/results/<date>-<host>-compare.md.  Never gates anything.
 #
 #   bench/compare.sh 3e4e41f HEAD
@@ -51,15 +51,14 @@ on() { export PGHOST=$DIR/pg-${SIDES[$1]} PGPORT=${PORTS[$1]}; }
 conninfo() { echo "host=$DIR/pg-${SIDES[$1]} port=${PORTS[$1]} user=postgres dbname=postgres"; }
 write_scripts
 
-# measure CMD... on both sides, alternating who goes first (what one side
-# leaves behind, autovacuum of its tables say, then weighs on the other
-# side equally); sets BOTH="b a".  No subshell: the count must persist.
-cell_no=0
+# measure CMD... on both sides in the order before, after, after, before
+# (what the side measured first leaves behind, autovacuum of its tables
+# say, weighs on the next one: each side goes first once); sets
+# BOTH="mean-before mean-after".  No subshell: globals must persist.
 both() {
-    local r=() first=$((cell_no % 2)) i
-    cell_no=$((cell_no + 1))
-    for i in $first $((1 - first)); do on "$i"; r[$i]=$("$@"); done
-    BOTH="${r[0]} ${r[1]}"
+    local r=() i
+    for i in 0 1 1 0; do on "$i"; r+=("$("$@")"); done
+    BOTH="$(( (r[0] + r[3]) / 2 )) $(( (r[1] + r[2]) / 2 ))"
 }
 # both, again if AFTER is below 0.95 of BEFORE; sets CELL="b a [b2 a2]"
 cell() {
@@ -88,8 +87,9 @@ echo "before: $BEFORE ($(git -C "$ROOT" log -1 --format=%s "$BEFORE" | cut -c1-8
 echo "after: $AFTER ($(git -C "$ROOT" log -1 --format=%s "$AFTER" | cut -c1-80)…)"
 echo
 echo "$(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, PostgreSQL $(pg_config --version | cut -d' ' -f2), fsync on, cells of ${T} s$([ $QUICK -eq 1 ] && echo ', quick run')."
-echo "Both clusters run at once; each cell is measured on both back to back, the order"
-echo "alternating; a cell where after/before < 0.95 is measured again (shown as first / second)."
+echo "Both clusters run at once; each cell is measured four times, before, after, after,"
+echo "before, and each side's two results are averaged; a cell where after/before < 0.95"
+echo "is measured again that way (shown as first / second)."
 echo
 echo "## 1. Uncontended pairs (acquire + release, own name per client), pairs/s"
 echo
@@ -125,8 +125,13 @@ echo "|---|---|---|---|---|---|"
 have=0
 declare -A RSS
 for i in 0 1; do on "$i"; RSS[$i,0]=$(worker_rss); done
+declare -A LOAD_RATE
 for held in $SCALE; do
-    for i in 0 1; do on "$i"; load_leases $((have + 1)) "$held" "'1 hour'"; done
+    for i in 0 1; do
+        on "$i"; t0=$(date +%s.%N)
+        load_leases $((have + 1)) "$held" "'1 hour'"
+        LOAD_RATE[$i]=$(awk -v n=$((held - have)) -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%d", n / (t1 - t0) }')
+    done
     have=$held
     cell rate 8 dlock; read -r -a r <<< "$CELL"
     for i in 0 1; do on "$i"; RSS[$i,$held]=$(worker_rss); done
@@ -148,7 +153,7 @@ for i in 0 1; do
     on "$i"
     # a deadline after the renewal (at the load rate seen, +50%) and a margin
     t0=$(date +%s)
-    secs=$([ $QUICK -eq 1 ] && echo 20 || echo 150)
+    secs=$(awk -v n="$have" -v r="${LOAD_RATE[$i]}" 'BEGIN { printf "%d", n / r * 1.5 + 15 }')
     deadline=$(psql -X -At -c "SELECT now() + '$secs s'")
     for_leases 1 "$have" "dlock_renew('scale/' || i, ttl => '$deadline'::timestamptz - clock_timestamp(), owner => 'scale-' || i)"
     renewed=$(( $(date +%s) - t0 ))
