@@ -2053,7 +2053,7 @@ dlm_extend_leases(DLockManager *m, DLockTime until)
 
 	for (int32_t i = 0; i < m->leases.count; i++)
 	{
-		DLmHolder  *h = m->leases.items[i];
+		DLmHolder  *h = m->leases.items[i].holder;
 
 		if (h->expires_at < until)
 		{

@@ -170,8 +170,10 @@ dlm_hash_next(const DLmHash *h, size_t *bucket, DLmHashNode *n)
  * a stall just when mass expiry starts).
  * --------------------------------------------------------------------- */
 
+#define ARITY 4
+
 static bool
-sooner(const DLmHolder *a, const DLmHolder *b)
+sooner(const DLmHeapItem *a, const DLmHeapItem *b)
 {
 	if (a->expires_at != b->expires_at)
 		return a->expires_at < b->expires_at;
@@ -179,55 +181,57 @@ sooner(const DLmHolder *a, const DLmHolder *b)
 }
 
 static void
-heap_set(DLmHeap *heap, int32_t i, DLmHolder *h)
+heap_set(DLmHeap *heap, int32_t i, DLmHeapItem item)
 {
-	heap->items[i] = h;
-	h->expiry_pos = i;
+	heap->items[i] = item;
+	item.holder->expiry_pos = i;
 }
 
 static void
 sift_up(DLmHeap *heap, int32_t i)
 {
-	DLmHolder  *h = heap->items[i];
+	DLmHeapItem item = heap->items[i];
 
 	while (i > 0)
 	{
-		int32_t		parent = (i - 1) / 2;
+		int32_t		parent = (i - 1) / ARITY;
 
-		if (!sooner(h, heap->items[parent]))
+		if (!sooner(&item, &heap->items[parent]))
 			break;
 		heap_set(heap, i, heap->items[parent]);
 		i = parent;
 	}
-	heap_set(heap, i, h);
+	heap_set(heap, i, item);
 }
 
 static void
 sift_down(DLmHeap *heap, int32_t i)
 {
-	DLmHolder  *h = heap->items[i];
+	DLmHeapItem item = heap->items[i];
 
 	for (;;)
 	{
-		int32_t		c = 2 * i + 1;
+		int32_t		first = ARITY * i + 1;
+		int32_t		best = first;
 
-		if (c >= heap->count)
+		if (first >= heap->count)
 			break;
-		if (c + 1 < heap->count && sooner(heap->items[c + 1], heap->items[c]))
-			c++;
-		if (!sooner(heap->items[c], h))
+		for (int32_t c = first + 1; c < first + ARITY && c < heap->count; c++)
+			if (sooner(&heap->items[c], &heap->items[best]))
+				best = c;
+		if (!sooner(&heap->items[best], &item))
 			break;
-		heap_set(heap, i, heap->items[c]);
-		i = c;
+		heap_set(heap, i, heap->items[best]);
+		i = best;
 	}
-	heap_set(heap, i, h);
+	heap_set(heap, i, item);
 }
 
 void
 dlm_heap_free(DLmHeap *heap, const DLmAllocator *a)
 {
 	if (heap->items)
-		a->free(a->arg, heap->items, (size_t) heap->capacity * sizeof(DLmHolder *));
+		a->free(a->arg, heap->items, (size_t) heap->capacity * sizeof(DLmHeapItem));
 	heap->items = NULL;
 	heap->count = heap->capacity = 0;
 }
@@ -238,21 +242,23 @@ dlm_heap_add(DLmHeap *heap, const DLmAllocator *a, DLmHolder *h)
 	if (heap->count == heap->capacity)
 	{
 		int32_t		cap = heap->capacity ? heap->capacity * 2 : 64;
-		DLmHolder **items;
+		DLmHeapItem *items;
 
-		if (cap < 0 || (size_t) cap > SIZE_MAX / sizeof(DLmHolder *))
+		if (cap < 0 || (size_t) cap > SIZE_MAX / sizeof(DLmHeapItem))
 			return false;
-		items = a->alloc(a->arg, (size_t) cap * sizeof(DLmHolder *));
+		items = a->alloc(a->arg, (size_t) cap * sizeof(DLmHeapItem));
 		if (items == NULL)
 			return false;
 		if (heap->count > 0)
-			memcpy(items, heap->items, (size_t) heap->count * sizeof(DLmHolder *));
+			memcpy(items, heap->items, (size_t) heap->count * sizeof(DLmHeapItem));
 		if (heap->items)
-			a->free(a->arg, heap->items, (size_t) heap->capacity * sizeof(DLmHolder *));
+			a->free(a->arg, heap->items, (size_t) heap->capacity * sizeof(DLmHeapItem));
 		heap->items = items;
 		heap->capacity = cap;
 	}
-	heap->items[heap->count] = h;
+	heap->items[heap->count].expires_at = h->expires_at;
+	heap->items[heap->count].token = h->token;
+	heap->items[heap->count].holder = h;
 	sift_up(heap, heap->count++);
 	return true;
 }
@@ -261,16 +267,16 @@ void
 dlm_heap_remove(DLmHeap *heap, DLmHolder *h)
 {
 	int32_t		i = h->expiry_pos;
-	DLmHolder  *last;
+	DLmHeapItem last;
 
-	if (i < 0 || i >= heap->count || heap->items[i] != h)
+	if (i < 0 || i >= heap->count || heap->items[i].holder != h)
 		return;
 	h->expiry_pos = -1;
 	last = heap->items[--heap->count];
 	if (i == heap->count)
 		return;
 	heap_set(heap, i, last);
-	if (i > 0 && sooner(last, heap->items[(i - 1) / 2]))
+	if (i > 0 && sooner(&last, &heap->items[(i - 1) / ARITY]))
 		sift_up(heap, i);
 	else
 		sift_down(heap, i);
@@ -279,6 +285,11 @@ dlm_heap_remove(DLmHeap *heap, DLmHolder *h)
 void
 dlm_heap_rebuild(DLmHeap *heap)
 {
-	for (int32_t i = heap->count / 2 - 1; i >= 0; i--)
+	for (int32_t i = 0; i < heap->count; i++)
+	{
+		heap->items[i].expires_at = heap->items[i].holder->expires_at;
+		heap->items[i].token = heap->items[i].holder->token;
+	}
+	for (int32_t i = (heap->count - 2) / ARITY; i >= 0 && heap->count > 1; i--)
 		sift_down(heap, i);
 }

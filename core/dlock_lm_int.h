@@ -6,7 +6,7 @@
  *		dlm_siphash					SipHash-1-3 of bytes under a 128-bit seed
  *		dlm_hash_init/free/insert/remove/first/next/grow
  *									chained hash of DLmHashNode, caller compares
- *		dlm_heap_*					leases in a binary heap by (expires_at, token)
+ *		dlm_heap_*					leases in a 4-ary heap by (expires_at, token)
  */
 #ifndef DLOCK_LM_INT_H
 #define DLOCK_LM_INT_H
@@ -42,10 +42,22 @@ dlm_hash_chain(const DLmHash *h, uint64_t hash)
 /* Every node, bucket by bucket: *bucket starts at 0. */
 extern DLmHashNode *dlm_hash_next(const DLmHash *h, size_t *bucket, DLmHashNode *n);
 
-/* Leases by (expires_at, token), soonest first; holders know their index. */
+/*
+ * Leases by (expires_at, token), soonest first, in a 4-ary heap whose items
+ * carry their key: a comparison reads the array, not the holders (a
+ * million leases do not fit in the caches), and the tree is half as deep
+ * as a binary one.  Holders know their index (expiry_pos).
+ */
+typedef struct DLmHeapItem
+{
+	DLockTime	expires_at;
+	int64_t		token;
+	DLmHolder  *holder;
+} DLmHeapItem;
+
 typedef struct DLmHeap
 {
-	DLmHolder **items;
+	DLmHeapItem *items;
 	int32_t		count;
 	int32_t		capacity;
 } DLmHeap;
@@ -53,12 +65,13 @@ typedef struct DLmHeap
 extern void dlm_heap_free(DLmHeap *heap, const DLmAllocator *a);
 extern bool dlm_heap_add(DLmHeap *heap, const DLmAllocator *a, DLmHolder *h);
 extern void dlm_heap_remove(DLmHeap *heap, DLmHolder *h);
+/* After the holders' expiries changed in place: their keys again, reordered. */
 extern void dlm_heap_rebuild(DLmHeap *heap);
 
 static inline DLmHolder *
 dlm_heap_first(const DLmHeap *heap)
 {
-	return heap->count > 0 ? heap->items[0] : NULL;
+	return heap->count > 0 ? heap->items[0].holder : NULL;
 }
 
 #endif							/* DLOCK_LM_INT_H */
