@@ -6,6 +6,7 @@
 # measured on both, before-after-after-before, each side averaged.  A cell
 # where AFTER is below 0.95 of BEFORE is measured again, both shown.
 # Writes bench/results/<date>-<host>-compare.md.  Never gates anything.
+# SECTIONS="4" runs only section 4, COMPARE_SCALE="1000000" only that step.
 #
 #   bench/compare.sh 3e4e41f HEAD
 set -eu
@@ -21,6 +22,8 @@ OUT=$ROOT/bench/results; mkdir -p "$OUT"
 RES=$OUT/$(date -u +%Y-%m-%d)-$(hostname -s)-compare.md
 if [ $QUICK -eq 1 ]; then T=2; CLIENTS="1 32"; WAITERS="2 32"; HOLDS="0"; SCALE="2000 20000"
 else T=10; CLIENTS="1 8 32"; WAITERS="2 8 32 128"; HOLDS="0 1"; SCALE="10000 100000 1000000"; fi
+# SECTIONS="4" (say) runs only those; SCALE="1000000" only that step
+SECTIONS=" ${SECTIONS:-1 3 4} "; SCALE=${COMPARE_SCALE:-$SCALE}
 
 cleanup() {
     for i in 0 1; do
@@ -96,6 +99,7 @@ echo
 echo "| clients | kind | before | after | after / before |"
 echo "|---|---|---|---|---|"
 } > "$RES"
+[[ $SECTIONS == *" 1 "* ]] || CLIENTS=""
 for c in $CLIENTS; do
     cell rate "$c" dlock; echo "| $c | dlock | $(show $CELL) |" >> "$RES"
     cell rate "$c" lease; echo "| $c | dlock lease | $(show $CELL) |" >> "$RES"
@@ -109,6 +113,7 @@ echo
 echo "| hold | N | before | after | after / before |"
 echo "|---|---|---|---|---|"
 } >> "$RES"
+[[ $SECTIONS == *" 3 "* ]] || HOLDS=""
 for hold in $HOLDS; do
     for n in $WAITERS; do
         cell handoff "$n" "$hold"; echo "| $hold ms | $n | $(show $CELL) |" >> "$RES"
