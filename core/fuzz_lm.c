@@ -27,21 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int	passed;
-static int	failed;
-
-#define CHECK(cond) \
-	do { \
-		if (cond) \
-			passed++; \
-		else \
-		{ \
-			failed++; \
-			if (failed <= 50) \
-				fprintf(stderr, "%s:%d: check failed (call %ld, %s): %s\n", \
-						__FILE__, __LINE__, call, what, #cond); \
-		} \
-	} while (0)
+#define CHECK_CONTEXT fprintf(stderr, " (call %ld, %s)", call, what)
+#define CHECK_REPORT_LIMIT 50
+#include "test_check.h"
 
 static long call;				/* the current call */
 static const char *what = "";	/* what it was */

@@ -8,19 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int	passed;
-static int	failed;
-
-#define CHECK(cond) \
-	do { \
-		if (cond) \
-			passed++; \
-		else \
-		{ \
-			failed++; \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		} \
-	} while (0)
+#include "test_check.h"
 
 static bool
 compatible(int a, int b)

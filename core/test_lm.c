@@ -24,19 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-static int	passed;
-static int	failed;
-
-#define CHECK(cond) \
-	do { \
-		if (cond) \
-			passed++; \
-		else \
-		{ \
-			failed++; \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		} \
-	} while (0)
+#include "test_check.h"
 
 /* The same, showing both sides. */
 #define CHECK_EQ(a, b) \
