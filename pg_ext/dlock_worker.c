@@ -46,10 +46,15 @@
 #include "dlock_store.h"
 
 /*
- * Leases expired per batch at most: a mass expiry is spread over several
- * batches so that requests arriving meanwhile are not held up behind it.
+ * A mass expiry is spread over batches of about DLOCK_EXPIRY_BUDGET_MS of
+ * work each (deciding, deleting the rows, freeing them), so that a request
+ * arriving meanwhile waits behind one such batch, not behind the whole
+ * expiry.  How many leases fit is learnt from the batches that the limit
+ * cut short (a row's cost varies with the machine and the table's state).
  */
-#define DLOCK_EXPIRE_PER_BATCH 2000
+#define DLOCK_EXPIRY_BUDGET_MS 10
+#define DLOCK_EXPIRE_MIN 64
+#define DLOCK_EXPIRE_MAX 100000
 
 /*
  * A batch that answers nobody (it only queued new waiters, say) leaves its
@@ -62,12 +67,13 @@
 #define DLOCK_MAX_DEFERRED 64
 
 static void run_batch(void);
-static void decide(List *ended, List *withdrawn, List *fresh, TimestampTz now);
+static int	decide(List *ended, List *withdrawn, List *fresh, TimestampTz now);
 static void session_gone(Request *last, TimestampTz now);
 static void execute(Request *r, TimestampTz now);
 static bool batch_changed(void);
 static bool may_defer(TimestampTz now);
 static bool lease_due(TimestampTz now);
+static void adapt_expire_limit(int expired, TimestampTz began);
 static long sleep_ms(void);
 static void reload_config(void);
 static void force_settings(void);
@@ -82,6 +88,9 @@ static int	isolated_slot = -1; /* the one taken in this batch, or -1 */
 
 static int	deferred_batches = 0;
 static TimestampTz deferred_since;
+
+/* Leases the next batch may expire (learnt: adapt_expire_limit). */
+static int	expire_limit = DLOCK_EXPIRE_MIN;
 
 /*
  * After a failed batch the worker pauses before it tries again, longer
@@ -229,6 +238,7 @@ run_batch(void)
 	List	   *withdrawn = NIL;
 	List	   *fresh = NIL;
 	TimestampTz now;
+	int			expired;
 	MemoryContext batch_cxt;
 
 	isolated_slot = -1;
@@ -250,11 +260,12 @@ run_batch(void)
 	if (isolate && fresh != NIL)
 		isolated_slot = ((Request *) linitial(fresh))->slotno;
 
-	decide(ended, withdrawn, fresh, now);
+	expired = decide(ended, withdrawn, fresh, now);
 
 	if (batch_changed())
 	{
-		if (may_defer(now))
+		/* deferring an expiry's rows would only pile them onto one batch */
+		if (expired == 0 && may_defer(now))
 		{
 			if (deferred_batches++ == 0)
 				deferred_since = now;
@@ -271,6 +282,7 @@ run_batch(void)
 	deferred_batches = 0;
 	dlm_settle(lock_manager);	/* the rows match: what left the picture goes */
 	slots_publish(lock_manager);
+	adapt_expire_limit(expired, now);
 	MemoryContextSwitchTo(TopMemoryContext);
 	pgstat_report_stat(false);
 }
@@ -284,12 +296,14 @@ run_batch(void)
  *		Hand the batch to the lock manager.  Withdrawals first: nothing below
  *		may grant a request its backend has given up on (a request withdrawn
  *		before it was decided never ran).  Then ended sessions, due leases,
- *		and the new requests in submission order.
+ *		and the new requests in submission order.  Returns how many leases
+ *		it expired.
  */
-static void
+static int
 decide(List *ended, List *withdrawn, List *fresh, TimestampTz now)
 {
 	ListCell   *lc;
+	int			expired;
 
 	if (withdrawn != NIL)
 	{
@@ -302,11 +316,12 @@ decide(List *ended, List *withdrawn, List *fresh, TimestampTz now)
 	}
 	foreach(lc, ended)
 		session_gone(lfirst(lc), now);
-	(void) dlm_expire(lock_manager, now, DLOCK_EXPIRE_PER_BATCH);
+	expired = dlm_expire(lock_manager, now, expire_limit);
 	foreach(lc, fresh)
 		execute(lfirst(lc), now);
 	if (dlm_broken(lock_manager))
 		elog(ERROR, "out of memory in the dlock lock manager");
+	return expired;
 }
 
 /*
@@ -397,6 +412,25 @@ may_defer(TimestampTz now)
 
 
 
+
+/*
+ * After a batch that the expiry limit cut short: scale the limit to what
+ * fits the budget by this batch's time, by at most a factor of two either
+ * way (one slow batch, a checkpoint say, must not collapse it).
+ */
+static void
+adapt_expire_limit(int expired, TimestampTz began)
+{
+	double		took_ms;
+	double		scale;
+
+	if (expired < expire_limit)
+		return;
+	took_ms = Max((GetCurrentTimestamp() - began) / 1000.0, 0.01);
+	scale = Min(Max(DLOCK_EXPIRY_BUDGET_MS / took_ms, 0.5), 2.0);
+	expire_limit = Min(Max((int) (expire_limit * scale), DLOCK_EXPIRE_MIN),
+					   DLOCK_EXPIRE_MAX);
+}
 
 static bool
 lease_due(TimestampTz now)
