@@ -40,6 +40,7 @@ struct DLockManager
 	DLmHash		pairs;			/* DLmHolder.pair_node, by (lock, owner) */
 	DLmHeap		leases;
 	DLmWaiter **waiting;		/* per requester: its request's first part */
+	DLmList		young;			/* DLmWaiter.young_link: no row yet, by since */
 
 	int64_t		next_ticket;
 	int64_t		ticket_hi;		/* tickets below it are covered by the store */
@@ -597,6 +598,8 @@ waiter_remove(DLockManager *m, DLmWaiter *w)
 	if (w->requester >= 0 && m->waiting[w->requester] == w)
 		m->waiting[w->requester] = NULL;
 	w->group = NULL;
+	if (w->young_link.next)
+		dlm_list_delete(&w->young_link);	/* never stored: no row to delete */
 	w->p.dead = true;
 	touch_waiter(m, w);
 	note_empty_lock(m, w->lock);
@@ -861,7 +864,10 @@ enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 		l->nwaiting[mode]++;
 	}
 	dlm_list_push_tail(&o->waiters, &w->owner_link);
-	touch_waiter(m, w);
+	if (m->cfg.queue_row_delay_us > 0)
+		dlm_list_push_tail(&m->young, &w->young_link);	/* a row when due (9) */
+	else
+		touch_waiter(m, w);
 	announce(m, l, o, mode);
 	return w;
 }
@@ -1802,6 +1808,44 @@ dlm_next_expiry(const DLockManager *m)
 	return h ? h->expires_at : 0;
 }
 
+/* The young list is in order of since: the due ones are at its head. */
+int
+dlm_queue_rows_due(DLockManager *m, DLockTime now, bool stored_anyway)
+{
+	int64_t		wait = stored_anyway ? m->cfg.queue_row_delay_us / 2 :
+		m->cfg.queue_row_delay_us;
+	DLmLink    *x;
+	int			n = 0;
+
+	while ((x = dlm_list_head(&m->young)) != NULL)
+	{
+		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, young_link, x);
+
+		if (w->since + wait > now)
+			break;
+		dlm_list_delete(x);
+		touch_waiter(m, w);
+		n++;
+	}
+	return n;
+}
+
+DLockTime
+dlm_next_queue_row(const DLockManager *m)
+{
+	DLmLink    *x = dlm_list_head(&m->young);
+
+	return x ? DLM_CONTAINER(DLmWaiter, young_link, x)->since +
+		m->cfg.queue_row_delay_us : 0;
+}
+
+/* A shorter delay makes the waiters it passed due at the next call. */
+void
+dlm_set_queue_row_delay(DLockManager *m, int64_t us)
+{
+	m->cfg.queue_row_delay_us = us < 0 ? 0 : us;
+}
+
 /* ---------------------------------------------------------------------
  * The batch's output (9)
  * --------------------------------------------------------------------- */
@@ -1925,7 +1969,7 @@ dlm_create(const DLmConfig *config)
 
 	if (config == NULL || config->alloc.alloc == NULL || config->alloc.free == NULL ||
 		config->answer == NULL || config->nrequesters < 0 || config->max_name_len == 0 ||
-		config->ticket_reserve < 1)
+		config->ticket_reserve < 1 || config->queue_row_delay_us < 0)
 		return NULL;
 	m = config->alloc.alloc(config->alloc.arg, sizeof(DLockManager));
 	if (m == NULL)
@@ -1936,6 +1980,7 @@ dlm_create(const DLmConfig *config)
 	m->mem.free = mem_free;
 	m->mem.arg = m;
 	dlm_list_init(&m->chunks);
+	dlm_list_init(&m->young);
 	m->next_ticket = m->ticket_hi = 1;
 	if (!dlm_hash_init(&m->locks, &m->mem, 1024) ||
 		!dlm_hash_init(&m->owners, &m->mem, 256) ||

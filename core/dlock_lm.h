@@ -11,6 +11,8 @@
  *		dlm_request, dlm_withdraw, dlm_session_end, dlm_expire
  *										events, each with the current time
  *		dlm_next_expiry					when the next lease runs out
+ *		dlm_queue_rows_due, dlm_next_queue_row, dlm_set_queue_row_delay
+ *										waiters' rows only after a delay
  *		dlm_touched_holders, dlm_touched_waiters, dlm_counter_dirty,
  *		dlm_batch_durable, dlm_notified_locks
  *										what to persist, flush and announce
@@ -147,6 +149,11 @@ typedef struct DLmConfig
 	int			nrequesters;	/* requesters are 0 .. nrequesters - 1 */
 	size_t		max_name_len;	/* longest name, bytes */
 	int64_t		ticket_reserve; /* tickets reserved per counter update */
+	/*
+	 * A waiter's row is written only once it has waited this long (9): a
+	 * shorter wait never reaches the store.  0: in the batch it queues in.
+	 */
+	int64_t		queue_row_delay_us;
 	DLmAnswerFn answer;
 	void	   *answer_arg;
 	/*
@@ -279,6 +286,7 @@ struct DLmWaiter
 	DLmLink		lock_link;
 	DLmLink		owner_link;
 	DLmGroup   *group;			/* a request on several locks */
+	DLmLink		young_link;		/* not yet due for a row; else unlinked */
 	DLmWaiter  *touched_next;
 };
 
@@ -329,6 +337,15 @@ extern void dlm_session_end(DLockManager *m, int32_t pid, int64_t session_start,
 							int requester, DLockTime now);
 /* Release leases that ran out by now, at most max; returns how many. */
 extern int	dlm_expire(DLockManager *m, DLockTime now, int max);
+/*
+ * Waiters that by now have waited queue_row_delay_us join the batch's rows,
+ * or half of it if the batch is stored anyway (a row then rides along with
+ * a commit that happens regardless); returns how many.
+ */
+extern int	dlm_queue_rows_due(DLockManager *m, DLockTime now, bool stored_anyway);
+/* When the next waiter is due for a row; 0: none is waiting for one. */
+extern DLockTime dlm_next_queue_row(const DLockManager *m);
+extern void dlm_set_queue_row_delay(DLockManager *m, int64_t us);
 /* When the soonest lease runs out; 0: no lease. */
 extern DLockTime dlm_next_expiry(const DLockManager *m);
 

@@ -1032,6 +1032,27 @@ main(int argc, char **argv)
 	cfg.ticket_reserve = 50;
 	cfg.answer = on_answer;
 
+	/* a configuration the manager cannot work with is refused */
+	{
+		DLmConfig	bad;
+
+		what = "bad configuration";
+		CHECK(dlm_create(NULL) == NULL);
+		bad = cfg, bad.alloc.alloc = NULL;
+		CHECK(dlm_create(&bad) == NULL);
+		bad = cfg, bad.answer = NULL;
+		CHECK(dlm_create(&bad) == NULL);
+		bad = cfg, bad.nrequesters = -1;
+		CHECK(dlm_create(&bad) == NULL);
+		bad = cfg, bad.max_name_len = 0;
+		CHECK(dlm_create(&bad) == NULL);
+		bad = cfg, bad.ticket_reserve = 0;
+		CHECK(dlm_create(&bad) == NULL);
+		bad = cfg, bad.queue_row_delay_us = -1;
+		CHECK(dlm_create(&bad) == NULL);
+		CHECK(live == 0);
+	}
+
 	fuzz_load(&cfg, 2000);
 	CHECK(live == 0);
 

@@ -2397,6 +2397,101 @@ test_batch(void)
 	teardown();
 }
 
+/* Waiters get rows only once they have waited queue_row_delay_us (9). */
+static void
+test_queue_row_delay(void)
+{
+	static const char *const u[] = {"x", "/p", "/p/q"};
+	DLmWaiter  *w;
+	DLockTime	since2;
+	int			gone[1] = {3};
+
+	setup(8, 1000000, 1);
+	use(u, 3);
+	dlm_set_queue_row_delay(M, 5000);
+	autosettle = false;
+	acq(0, NULL, "x", EX, 0);
+	settle();
+	CHECK_EQ(dlm_next_queue_row(M), 0);
+
+	/* a wait shorter than the delay never reaches the store */
+	acq(1, NULL, "x", EX, 0);
+	CHECK_ST(1, QUEUED);
+	CHECK(dlm_touched_waiters(M) == NULL);
+	CHECK_EQ(dlm_next_queue_row(M), NOW + 5000);
+	settle();
+	NOW += 4999;
+	CHECK_EQ(dlm_queue_rows_due(M, NOW, false), 0);
+	rel(0, NULL, "x");
+	CHECK_ST(1, GRANTED);
+	w = dlm_touched_waiters(M);
+	CHECK(w && w->p.dead && !w->p.stored && w->touched_next == NULL);
+	CHECK_EQ(dlm_next_queue_row(M), 0);
+	settle();
+
+	/* longer waits get their rows when due, oldest first */
+	acq(2, NULL, "x", EX, 0);
+	since2 = NOW;
+	NOW += 1000;
+	acq(3, NULL, "x", PR, 0);
+	settle();
+	CHECK_EQ(dlm_next_queue_row(M), since2 + 5000);
+	NOW = since2 + 5000;
+	CHECK_EQ(dlm_queue_rows_due(M, NOW, false), 1);
+	w = dlm_touched_waiters(M);
+	CHECK(w && w->requester == 2 && !w->p.stored && !w->p.dead && w->touched_next == NULL);
+	settle();
+	CHECK(dlm_waiter_of(M, 2) && dlm_waiter_of(M, 2)->p.stored);
+	CHECK(dlm_waiter_of(M, 3) && !dlm_waiter_of(M, 3)->p.stored);
+	CHECK_EQ(dlm_next_queue_row(M), since2 + 6000);
+
+	/* withdrawn while young: nothing to write, nothing left due */
+	withdraw(gone, 1);
+	CHECK_ST(3, CANCELED);
+	w = dlm_touched_waiters(M);
+	CHECK(w && w->p.dead && !w->p.stored && w->touched_next == NULL);
+	CHECK_EQ(dlm_next_queue_row(M), 0);
+	settle();
+
+	/* a stored waiter granted: its row is deleted */
+	rel(1, NULL, "x");
+	CHECK_ST(2, GRANTED);
+	w = dlm_touched_waiters(M);
+	CHECK(w && w->p.dead && w->p.stored && w->touched_next == NULL);
+	settle();
+
+	/* a path request's parts are due together; a delay of 0 makes all due */
+	acq(4, NULL, "/p", EX, 0);
+	acq(5, NULL, "/p/q", EX, 0);
+	CHECK_ST(5, QUEUED);
+	CHECK(dlm_touched_waiters(M) == NULL);
+	settle();
+	dlm_set_queue_row_delay(M, 0);
+	CHECK_EQ(dlm_next_queue_row(M), NOW);
+	CHECK_EQ(dlm_queue_rows_due(M, NOW, false), 2);
+	CHECK_EQ(count_touched_waiters(), 2);
+	settle();
+	CHECK_EQ(dlm_next_queue_row(M), 0);
+	/* and a delay of 0 writes new waiters in their own batch */
+	acq(6, NULL, "x", EX, 0);
+	CHECK_EQ(count_touched_waiters(), 1);
+	settle();
+
+	/* from half the delay on, a row rides along with a batch stored anyway */
+	dlm_set_queue_row_delay(M, 4000);
+	acq(7, NULL, "x", EX, 0);
+	CHECK_ST(7, QUEUED);
+	NOW += 1999;
+	CHECK_EQ(dlm_queue_rows_due(M, NOW, true), 0);
+	NOW += 1;
+	CHECK_EQ(dlm_queue_rows_due(M, NOW, false), 0);
+	CHECK_EQ(dlm_queue_rows_due(M, NOW, true), 1);
+	w = dlm_touched_waiters(M);
+	CHECK(w && w->requester == 7 && !w->p.stored && !w->p.dead);
+	settle();
+	teardown();
+}
+
 /* The ticket counter: stored in blocks, dirty when a batch passes the block. */
 static void
 test_counter(void)
@@ -3405,6 +3500,7 @@ main(int argc, char **argv)
 	RUN(test_expire);
 	RUN(test_announce);
 	RUN(test_batch);
+	RUN(test_queue_row_delay);
 	RUN(test_counter);
 	RUN(test_durable);
 	RUN(test_settle);

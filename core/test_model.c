@@ -55,11 +55,18 @@ static const char *const KEYS[] = {"k1", "k2"};
 #define TICKET_RESERVE 16
 #define FIRST_TICKET 1
 #define MAXPER 64				/* holders or waiters of one name */
+#define MIRROR_MAX 2048			/* rows of the store mirror */
 #define UNIT 1000				/* microseconds: the clock's step */
 
 /* Bad input, one defect per request. */
 static const char *const BAD_NAMES[] = {"", "/", "/p/", "//x", "/p//q"};
 static const char *const BAD_KEYS[] = {"", "k\001"};
+
+/*
+ * The core's queue_row_delay_us for the sequence being run: a waiter's row
+ * is stored once it has waited this long (0 in two sequences of three).
+ */
+static int64_t queue_row_delay = 0;
 
 static bool is_ancestor[16][16];	/* [a][d]: NAMES[a] is a proper ancestor of NAMES[d] */
 
@@ -188,6 +195,12 @@ typedef struct Run
 	long		live_bytes;
 	long		live_blocks;
 	int64_t		stored_hi;
+	/* the store as the adapter would keep it from the touched lists */
+	int64_t		rows_h[MIRROR_MAX];	/* stored tokens of holders */
+	int			nrows_h;
+	int64_t		rows_w[MIRROR_MAX];	/* tickets of stored waiters */
+	int			nrows_w;
+	bool		mirror_overflow;
 	int64_t		max_token[16];	/* per name: the largest token seen */
 	int64_t		prev_tokens[16][MAXPER];
 	int			nprev[16];
@@ -208,12 +221,13 @@ enum
 	CAT_MEMORY,
 	CAT_CRASH,
 	CAT_MODEL,
-	CAT_SPEC
+	CAT_SPEC,
+	CAT_STORE
 };
 
 static const char *const category_names[] = {
 	"none", "answers", "announcements", "picture", "invariant", "counter",
-	"memory", "crash", "model", "README (spec)"
+	"memory", "crash", "model", "README (spec)", "store rows"
 };
 
 static void
@@ -333,6 +347,7 @@ run_init(Run *run, const uint64_t hash_seed[2])
 		cfg.nrequesters = NREQ;
 		cfg.max_name_len = MAX_NAME_LEN;
 		cfg.ticket_reserve = TICKET_RESERVE;
+		cfg.queue_row_delay_us = queue_row_delay;
 		cfg.answer = on_answer;
 		cfg.answer_arg = run;
 		run->core = dlm_create(&cfg);
@@ -1166,6 +1181,112 @@ check_tokens_grow(Run *run, const Pic *p)
 	}
 }
 
+static int
+mirror_find(const int64_t *rows, int n, int64_t key)
+{
+	for (int i = 0; i < n; i++)
+		if (rows[i] == key)
+			return i;
+	return -1;
+}
+
+/* Add or remove a row as the adapter would; a row that is not where the
+ * flags say is a failure (a duplicate insert, a delete of nothing). */
+static void
+mirror_row(Run *run, int64_t *rows, int *n, int64_t old, int64_t key,
+		   const char *what)
+{
+	int			i = old ? mirror_find(rows, *n, old) : -1;
+
+	if (old && i < 0)
+		fail(run, CAT_STORE, "  %s row %" PRId64 " to change or delete is not stored",
+			 what, old);
+	if (key && mirror_find(rows, *n, key) >= 0 && key != old)
+		fail(run, CAT_STORE, "  %s row %" PRId64 " inserted twice", what, key);
+	if (i >= 0)
+		rows[i] = rows[--*n];
+	if (key)
+	{
+		if (*n >= MIRROR_MAX)
+			run->mirror_overflow = true;
+		else
+			rows[(*n)++] = key;
+	}
+}
+
+/* The batch's touched holders and waiters, written to the mirror. */
+static void
+mirror_apply(Run *run)
+{
+	for (DLmHolder *h = dlm_touched_holders(run->core); h; h = h->touched_next)
+	{
+		if (h->p.dead)
+		{
+			if (h->p.stored)
+				mirror_row(run, run->rows_h, &run->nrows_h, h->stored_token, 0, "holder");
+		}
+		else if (!h->p.stored)
+			mirror_row(run, run->rows_h, &run->nrows_h, 0, h->token, "holder");
+		else if (h->p.dirty)
+			mirror_row(run, run->rows_h, &run->nrows_h, h->stored_token, h->token, "holder");
+	}
+	for (DLmWaiter *w = dlm_touched_waiters(run->core); w; w = w->touched_next)
+	{
+		if (w->p.dead)
+		{
+			if (w->p.stored)
+				mirror_row(run, run->rows_w, &run->nrows_w, w->ticket, 0, "waiter");
+		}
+		else if (!w->p.stored)
+			mirror_row(run, run->rows_w, &run->nrows_w, 0, w->ticket, "waiter");
+	}
+}
+
+/*
+ * After dlm_settle the store holds a row per holder, a row per waiter that
+ * has waited queue_row_delay_us or more, none for one that has waited less
+ * than half of it, and nothing else (README 9).
+ */
+static void
+mirror_check(Run *run, DLockTime now)
+{
+	int			nh = 0,
+				nw = 0;
+
+	if (run->mirror_overflow)
+		return;
+	for (int n = 0; n < NNAMES; n++)
+	{
+		DLmLock    *lk = dlm_lookup(run->core, NAMES[n]);
+
+		if (lk == NULL)
+			continue;
+		for (DLmHolder *h = dlm_lock_holders(lk); h; h = dlm_holder_next(h))
+		{
+			nh++;
+			if (mirror_find(run->rows_h, run->nrows_h, h->token) < 0)
+				fail(run, CAT_STORE, "  %s: holder with token %" PRId64 " has no row",
+					 NAMES[n], h->token);
+		}
+		for (DLmWaiter *w = dlm_lock_queue(lk); w; w = dlm_waiter_next(w))
+		{
+			bool		due = w->since + queue_row_delay <= now;
+			bool		young = w->since + queue_row_delay / 2 > now;
+			bool		stored = mirror_find(run->rows_w, run->nrows_w, w->ticket) >= 0;
+
+			nw += stored;
+			if ((due && !stored) || (young && stored))
+				fail(run, CAT_STORE, "  %s: waiter %" PRId64 " since %" PRId64 " at %" PRId64
+					 " %s a row", NAMES[n], w->ticket, w->since, now,
+					 stored ? "has" : "has no");
+		}
+	}
+	if (nh != run->nrows_h)
+		fail(run, CAT_STORE, "  %d holder rows stored for %d holders", run->nrows_h, nh);
+	if (nw != run->nrows_w)
+		fail(run, CAT_STORE, "  %d waiter rows stored, %d of them for waiters", run->nrows_w, nw);
+}
+
 /*
  * Feed event e to the core and the model and compare.  Returns false if
  * they disagree (run->diff says how).
@@ -1283,7 +1404,14 @@ run_event(Run *run, const Event *e)
 		if (model_next_ticket(run->model) > run->stored_hi)
 			fail(run, CAT_COUNTER, "  tickets up to %" PRId64 " handed out, the stored block is %" PRId64,
 				 model_next_ticket(run->model) - 1, run->stored_hi);
+		/* as the worker: the half-due ride along with a batch stored anyway */
+		(void) dlm_queue_rows_due(run->core, e->now, false);
+		if (dlm_touched_holders(run->core) || dlm_touched_waiters(run->core) ||
+			dlm_counter_dirty(run->core, NULL))
+			(void) dlm_queue_rows_due(run->core, e->now, true);
+		mirror_apply(run);
 		dlm_settle(run->core);
+		mirror_check(run, e->now);
 	}
 	model_settle(run->model);
 
@@ -1872,9 +2000,10 @@ shrink_and_print(Event *ev, int n, const uint64_t hash_seed[2], int category,
 		   "\t\t.alloc = {model_case_alloc, model_case_free, NULL},\n"
 		   "\t\t.seed = {0x%" PRIx64 "ULL, 0x%" PRIx64 "ULL},\n"
 		   "\t\t.nrequesters = %d, .max_name_len = %d, .ticket_reserve = %d,\n"
-		   "\t\t.answer = model_case_answer\n\t};\n"
+		   "\t\t.queue_row_delay_us = %" PRId64 ", .answer = model_case_answer\n\t};\n"
 		   "\tDLockManager *m = dlm_create(&cfg);\n\n\tdlm_set_counter(m, %d);\n\treturn m;\n}\n#endif\n\n",
-		   hash_seed[0], hash_seed[1], NREQ, MAX_NAME_LEN, TICKET_RESERVE, FIRST_TICKET);
+		   hash_seed[0], hash_seed[1], NREQ, MAX_NAME_LEN, TICKET_RESERVE,
+		   queue_row_delay, FIRST_TICKET);
 	printf("static void\ntest_model_case_%" PRIu64 "(void)\n{\n", seq_seed);
 	printf("\tDLockManager *m = model_case_manager();\n\n");
 	for (int i = 0; i < n; i++)
@@ -2052,6 +2181,7 @@ main(int argc, char **argv)
 
 		if (len > total - events)
 			len = (int) (total - events);
+		queue_row_delay = (passed + failed) % 3 == 2 ? UNIT * (1 + (int64_t) (seq_seed % 6)) : 0;
 		/* one sequence in four also runs with a fresh hash seed */
 		if ((passed + failed) % 4 == 3)
 		{

@@ -27,6 +27,7 @@ char	   *dlock_database = NULL;
 int			dlock_default_ttl_ms = 60 * 1000;
 int			dlock_max_ttl_s = 0;
 int			dlock_reap_interval_ms = 1000;
+int			dlock_queue_row_delay_ms = 5;
 int			dlock_max_name_length = 1024;
 int			dlock_restart_grace_ms = 5000;
 bool		dlock_synchronous_commit = true;
@@ -121,6 +122,14 @@ _PG_init(void)
 							NULL,
 							&dlock_reap_interval_ms,
 							1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlock.queue_row_delay",
+							"How long a request waits before its row is written to dlock.queue; shorter waits are never written.",
+							NULL,
+							&dlock_queue_row_delay_ms,
+							5, 0, 60 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 

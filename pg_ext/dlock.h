@@ -116,6 +116,7 @@ extern char *dlock_database;
 extern int	dlock_default_ttl_ms;
 extern int	dlock_max_ttl_s;
 extern int	dlock_reap_interval_ms;
+extern int	dlock_queue_row_delay_ms;
 extern int	dlock_max_name_length;
 extern int	dlock_restart_grace_ms;
 extern bool dlock_synchronous_commit;

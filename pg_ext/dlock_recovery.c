@@ -79,6 +79,7 @@ picture_reset(void)
 	cfg.nrequesters = dlock_shared->nslots;
 	cfg.max_name_len = dlock_shared->max_name_len;
 	cfg.ticket_reserve = DLOCK_TICKET_RESERVE;
+	cfg.queue_row_delay_us = (int64) dlock_queue_row_delay_ms * 1000;
 	cfg.answer = dlock_on_answer;
 	picture = dlm_create(&cfg);
 	if (picture == NULL)

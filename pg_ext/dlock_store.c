@@ -35,12 +35,39 @@ typedef enum StorePlan
 	PLAN_HELD_INSERT,
 	PLAN_HELD_UPDATE,
 	PLAN_HELD_DELETE,
+	PLAN_HELD_REPLACE,
 	PLAN_QUEUE_INSERT,
 	PLAN_QUEUE_DELETE,
+	PLAN_QUEUE_REPLACE,
 	PLAN_NOTIFY,
 	PLAN_COUNTER,
+	/* the same for one row, with a parameter per value (one_row_plan) */
+	PLAN_HELD_INSERT_ONE,
+	PLAN_HELD_UPDATE_ONE,
+	PLAN_HELD_DELETE_ONE,
+	PLAN_HELD_REPLACE_ONE,
+	PLAN_QUEUE_INSERT_ONE,
+	PLAN_QUEUE_DELETE_ONE,
+	PLAN_QUEUE_REPLACE_ONE,
 	NUM_PLANS
 } StorePlan;
+
+/*
+ * A hand-off writes a row or two per table: arrays unnested through a
+ * function scan cost more than the row (a third of the worker's time under
+ * contention), so one row goes through a plan of its own.
+ */
+static const StorePlan one_row_plan[] = {
+	[PLAN_HELD_INSERT] = PLAN_HELD_INSERT_ONE,
+	[PLAN_HELD_UPDATE] = PLAN_HELD_UPDATE_ONE,
+	[PLAN_HELD_DELETE] = PLAN_HELD_DELETE_ONE,
+	[PLAN_HELD_REPLACE] = PLAN_HELD_REPLACE_ONE,
+	[PLAN_QUEUE_INSERT] = PLAN_QUEUE_INSERT_ONE,
+	[PLAN_QUEUE_DELETE] = PLAN_QUEUE_DELETE_ONE,
+	[PLAN_QUEUE_REPLACE] = PLAN_QUEUE_REPLACE_ONE,
+	[PLAN_NOTIFY] = PLAN_NOTIFY,	/* none: the same plan */
+	[PLAN_COUNTER] = PLAN_COUNTER,	/* none */
+};
 
 static const char *const plan_sql[NUM_PLANS] = {
 	[PLAN_HELD_INSERT] =
@@ -62,6 +89,21 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" WHERE h.token OPERATOR(pg_catalog.=) u.old_token",
 	[PLAN_HELD_DELETE] =
 	"DELETE FROM dlock.held WHERE token OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
+	/* a dead row takes a new one's values: one statement, not two */
+	[PLAN_HELD_REPLACE] =
+	"UPDATE dlock.held h SET token = u.token, name = u.name, owner = u.owner, pid = u.pid,"
+	" backend_start = u.backend_start, mode = u.mode, count = u.count,"
+	" granted_at = u.granted_at, expires_at = u.expires_at, ttl = u.ttl, implied = u.implied"
+	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
+	" pg_catalog.unnest($2::pg_catalog.int8[]),"
+	" pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),"
+	" pg_catalog.unnest($5::pg_catalog.int4[]), pg_catalog.unnest($6::pg_catalog.timestamptz[]),"
+	" pg_catalog.unnest($7::pg_catalog.text[]), pg_catalog.unnest($8::pg_catalog.int4[]),"
+	" pg_catalog.unnest($9::pg_catalog.timestamptz[]), pg_catalog.unnest($10::pg_catalog.timestamptz[]),"
+	" pg_catalog.unnest($11::pg_catalog.interval[]), pg_catalog.unnest($12::pg_catalog.bool[]))"
+	" AS u(old_token, token, name, owner, pid, backend_start, mode, count, granted_at,"
+	" expires_at, ttl, implied)"
+	" WHERE h.token OPERATOR(pg_catalog.=) u.old_token",
 	[PLAN_QUEUE_INSERT] =
 	"INSERT INTO dlock.queue (ticket, name, owner, pid, backend_start, mode, since,"
 	" timeout_at, ttl, conversion, implied)"
@@ -73,11 +115,50 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($10::pg_catalog.bool[]), pg_catalog.unnest($11::pg_catalog.bool[]))",
 	[PLAN_QUEUE_DELETE] =
 	"DELETE FROM dlock.queue WHERE ticket OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
+	[PLAN_QUEUE_REPLACE] =
+	"UPDATE dlock.queue q SET ticket = u.ticket, name = u.name, owner = u.owner, pid = u.pid,"
+	" backend_start = u.backend_start, mode = u.mode, since = u.since,"
+	" timeout_at = u.timeout_at, ttl = u.ttl, conversion = u.conversion, implied = u.implied"
+	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
+	" pg_catalog.unnest($2::pg_catalog.int8[]),"
+	" pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),"
+	" pg_catalog.unnest($5::pg_catalog.int4[]), pg_catalog.unnest($6::pg_catalog.timestamptz[]),"
+	" pg_catalog.unnest($7::pg_catalog.text[]), pg_catalog.unnest($8::pg_catalog.timestamptz[]),"
+	" pg_catalog.unnest($9::pg_catalog.timestamptz[]), pg_catalog.unnest($10::pg_catalog.interval[]),"
+	" pg_catalog.unnest($11::pg_catalog.bool[]), pg_catalog.unnest($12::pg_catalog.bool[]))"
+	" AS u(old_ticket, ticket, name, owner, pid, backend_start, mode, since, timeout_at,"
+	" ttl, conversion, implied)"
+	" WHERE q.ticket OPERATOR(pg_catalog.=) u.old_ticket",
 	[PLAN_NOTIFY] =
 	"SELECT pg_catalog.pg_notify('dlock_blocking', n)"
 	" FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n",
 	[PLAN_COUNTER] =
 	"UPDATE dlock.ticket_counter SET hi = $1",
+	[PLAN_HELD_INSERT_ONE] =
+	"INSERT INTO dlock.held (token, name, owner, pid, backend_start, mode, count,"
+	" granted_at, expires_at, ttl, implied)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+	[PLAN_HELD_UPDATE_ONE] =
+	"UPDATE dlock.held SET count = $2, expires_at = $3, ttl = $4, token = $5, mode = $6"
+	" WHERE token OPERATOR(pg_catalog.=) $1",
+	[PLAN_HELD_DELETE_ONE] =
+	"DELETE FROM dlock.held WHERE token OPERATOR(pg_catalog.=) $1",
+	[PLAN_HELD_REPLACE_ONE] =
+	"UPDATE dlock.held SET token = $2, name = $3, owner = $4, pid = $5,"
+	" backend_start = $6, mode = $7, count = $8, granted_at = $9, expires_at = $10,"
+	" ttl = $11, implied = $12"
+	" WHERE token OPERATOR(pg_catalog.=) $1",
+	[PLAN_QUEUE_INSERT_ONE] =
+	"INSERT INTO dlock.queue (ticket, name, owner, pid, backend_start, mode, since,"
+	" timeout_at, ttl, conversion, implied)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+	[PLAN_QUEUE_DELETE_ONE] =
+	"DELETE FROM dlock.queue WHERE ticket OPERATOR(pg_catalog.=) $1",
+	[PLAN_QUEUE_REPLACE_ONE] =
+	"UPDATE dlock.queue SET ticket = $2, name = $3, owner = $4, pid = $5,"
+	" backend_start = $6, mode = $7, since = $8, timeout_at = $9, ttl = $10,"
+	" conversion = $11, implied = $12"
+	" WHERE ticket OPERATOR(pg_catalog.=) $1",
 };
 
 static SPIPlanPtr plans[NUM_PLANS];
@@ -90,6 +171,9 @@ typedef struct Column
 	bool	   *nulls;
 	int			n;
 } Column;
+
+static void write_rows(StorePlan delete, StorePlan replace, StorePlan insert,
+					   Column *gone, Column *fresh, int ncols);
 
 static void
 column_init(Column *c, Oid type, int capacity)
@@ -106,6 +190,18 @@ column_add(Column *c, Datum value, bool isnull)
 	c->values[c->n] = value;
 	c->nulls[c->n] = isnull;
 	c->n++;
+}
+
+/* Values from..to-1 of a column, not copied. */
+static Column
+column_slice(const Column *c, int from, int to)
+{
+	Column		slice = *c;
+
+	slice.values = c->values + from;
+	slice.nulls = c->nulls + from;
+	slice.n = to - from;
+	return slice;
 }
 
 static Datum
@@ -165,21 +261,42 @@ get_plan(StorePlan which, int nargs, Oid *argtypes)
 	return plans[which];
 }
 
-/* Run a kept plan with one array parameter per column. */
+/*
+ * Run a kept plan with one array parameter per column, or for one row its
+ * one-row plan with the values themselves.
+ */
 static void
 run_plan(StorePlan which, Column *cols, int ncols, int expected_rows)
 {
 	Oid			argtypes[16];
 	Datum		args[16];
+	char		nulls[17];
 	int			ret;
+	bool		one;
 
-	Assert(ncols <= 16);
+	StaticAssertStmt(lengthof(one_row_plan) == PLAN_COUNTER + 1,
+					 "every plan with arrays has its entry in one_row_plan");
+	Assert(which < lengthof(one_row_plan) && ncols <= 16);
+	one = expected_rows == 1 && one_row_plan[which] != which;
 	for (int i = 0; i < ncols; i++)
 	{
-		argtypes[i] = get_array_type(cols[i].type);
-		args[i] = column_array(&cols[i]);
+		if (one)
+		{
+			argtypes[i] = cols[i].type;
+			args[i] = cols[i].values[0];
+			nulls[i] = cols[i].nulls[0] ? 'n' : ' ';
+		}
+		else
+		{
+			argtypes[i] = get_array_type(cols[i].type);
+			args[i] = column_array(&cols[i]);
+			nulls[i] = ' ';
+		}
 	}
-	ret = SPI_execute_plan(get_plan(which, ncols, argtypes), args, NULL, false, 0);
+	nulls[ncols] = '\0';
+	if (one)
+		which = one_row_plan[which];
+	ret = SPI_execute_plan(get_plan(which, ncols, argtypes), args, nulls, false, 0);
 	if (ret < 0)
 		elog(ERROR, "dlock store statement failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed != (uint64) expected_rows)
@@ -446,17 +563,44 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 		}
 	}
 
-	/* deletes first: a batch may free a name and hand it on */
-	if (hd[0].n > 0)
-		run_plan(PLAN_HELD_DELETE, hd, 1, hd[0].n);
-	if (qd[0].n > 0)
-		run_plan(PLAN_QUEUE_DELETE, qd, 1, qd[0].n);
 	if (hu[0].n > 0)
 		run_plan(PLAN_HELD_UPDATE, hu, 6, hu[0].n);
-	if (hi[0].n > 0)
-		run_plan(PLAN_HELD_INSERT, hi, 11, hi[0].n);
-	if (qi[0].n > 0)
-		run_plan(PLAN_QUEUE_INSERT, qi, 11, qi[0].n);
+	write_rows(PLAN_HELD_DELETE, PLAN_HELD_REPLACE, PLAN_HELD_INSERT, hd, hi, 11);
+	write_rows(PLAN_QUEUE_DELETE, PLAN_QUEUE_REPLACE, PLAN_QUEUE_INSERT, qd, qi, 11);
+}
+
+/*
+ * Delete the rows keyed in gone[0] and insert the rows in fresh[0..ncols-1]:
+ * as many as pair up become one UPDATE each (under contention a release and
+ * the next grant, a grant and a new waiter), the rest are deleted or
+ * inserted.  Keys are never reused, so no order among them matters.
+ */
+static void
+write_rows(StorePlan delete, StorePlan replace, StorePlan insert,
+		   Column *gone, Column *fresh, int ncols)
+{
+	int			npairs = Min(gone[0].n, fresh[0].n);
+	Column		cols[16];
+
+	Assert(ncols + 1 <= lengthof(cols));
+	if (npairs > 0)
+	{
+		cols[0] = column_slice(&gone[0], 0, npairs);
+		for (int i = 0; i < ncols; i++)
+			cols[i + 1] = column_slice(&fresh[i], 0, npairs);
+		run_plan(replace, cols, ncols + 1, npairs);
+	}
+	if (gone[0].n > npairs)
+	{
+		cols[0] = column_slice(&gone[0], npairs, gone[0].n);
+		run_plan(delete, cols, 1, cols[0].n);
+	}
+	if (fresh[0].n > npairs)
+	{
+		for (int i = 0; i < ncols; i++)
+			cols[i] = column_slice(&fresh[i], npairs, fresh[0].n);
+		run_plan(insert, cols, ncols, cols[0].n);
+	}
 }
 
 /*

@@ -23,6 +23,8 @@
  */
 #include "postgres.h"
 
+#include <malloc.h>
+
 #include "access/xact.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
@@ -57,11 +59,14 @@
 #define DLOCK_EXPIRE_MAX 100000
 
 /*
- * A batch that answers nobody (it only queued new waiters, say) leaves its
- * writes to a later batch's commit, for at most DLOCK_DEFER_MS: under
- * contention the next release comes sooner, so a hand-off costs one commit,
- * not two.  The tables show such changes a few milliseconds late, and never
- * an answer before its commit.
+ * A new waiter's row is written only once it has waited
+ * dlock.queue_row_delay (core/README 9): under contention most waits are
+ * shorter, and their rows would be written and deleted for nothing.  A
+ * batch that answers nobody (one that announced a waiter, or cleaned up
+ * after a session) leaves its writes to a later batch's commit, for at most
+ * DLOCK_DEFER_MS: under contention the next release comes sooner, so a
+ * hand-off costs one commit, not two.  The tables show such changes a few
+ * milliseconds late, and never an answer before its commit.
  */
 #define DLOCK_DEFER_MS 5
 #define DLOCK_MAX_DEFERRED 64
@@ -72,11 +77,12 @@ static void session_gone(Request *last, TimestampTz now);
 static void execute(Request *r, TimestampTz now);
 static bool batch_changed(void);
 static bool may_defer(TimestampTz now);
-static bool lease_due(TimestampTz now);
+static bool work_due(TimestampTz now);
 static void adapt_expire_limit(int expired, TimestampTz began);
 static long sleep_ms(void);
 static void reload_config(void);
 static void force_settings(void);
+static void keep_freed_memory(void);
 static void worker_exit(int code, Datum arg);
 
 /* The picture (dlock_recovery.c loads it); NULL until it is loaded. */
@@ -119,6 +125,7 @@ dlock_worker_main(Datum main_arg)
 	pgstat_report_appname("dlock lock manager");
 
 	force_settings();
+	keep_freed_memory();
 
 	slots_init();
 
@@ -220,7 +227,7 @@ dlock_worker_main(Datum main_arg)
 		 * Every submission sets our latch, so sleep unless work was left on
 		 * purpose: isolation mode takes one request per batch.
 		 */
-		if (!isolate && !(lock_manager && lease_due(GetCurrentTimestamp())))
+		if (!isolate && !(lock_manager && work_due(GetCurrentTimestamp())))
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 sleep_ms(), PG_WAIT_EXTENSION);
 	}
@@ -239,6 +246,7 @@ run_batch(void)
 	List	   *fresh = NIL;
 	TimestampTz now;
 	int			expired;
+	int			rows_due;
 	MemoryContext batch_cxt;
 
 	isolated_slot = -1;
@@ -251,7 +259,7 @@ run_batch(void)
 	 * end sooner than ttl after the client asked).
 	 */
 	now = GetCurrentTimestamp();
-	if (ended == NIL && withdrawn == NIL && fresh == NIL && !lease_due(now) &&
+	if (ended == NIL && withdrawn == NIL && fresh == NIL && !work_due(now) &&
 		deferred_batches == 0)
 	{
 		MemoryContextSwitchTo(TopMemoryContext);
@@ -261,17 +269,23 @@ run_batch(void)
 		isolated_slot = ((Request *) linitial(fresh))->slotno;
 
 	expired = decide(ended, withdrawn, fresh, now);
+	rows_due = dlm_queue_rows_due(lock_manager, now, false);
 
 	if (batch_changed())
 	{
-		/* deferring an expiry's rows would only pile them onto one batch */
-		if (expired == 0 && may_defer(now))
+		/*
+		 * Rows already due must not wait longer, and deferring an expiry's
+		 * rows would only pile them onto one batch.
+		 */
+		if (expired == 0 && rows_due == 0 && may_defer(now))
 		{
 			if (deferred_batches++ == 0)
 				deferred_since = now;
 			MemoryContextSwitchTo(TopMemoryContext);
 			return;
 		}
+		/* rows soon due ride along with this commit rather than need one */
+		(void) dlm_queue_rows_due(lock_manager, now, true);
 		dlock_store_begin();
 		dlock_store_batch(lock_manager);
 		/* tokens must never go back: the counter is flushed whatever the GUC */
@@ -432,23 +446,31 @@ adapt_expire_limit(int expired, TimestampTz began)
 					   DLOCK_EXPIRE_MAX);
 }
 
+/* A lease has run out, or a waiter is due for its row. */
 static bool
-lease_due(TimestampTz now)
+work_due(TimestampTz now)
 {
-	TimestampTz next = dlm_next_expiry(lock_manager);
+	TimestampTz lease = dlm_next_expiry(lock_manager);
+	TimestampTz row = dlm_next_queue_row(lock_manager);
 
-	return next != 0 && next <= now;
+	return (lease != 0 && lease <= now) || (row != 0 && row <= now);
 }
 
-/* Milliseconds until the soonest lease runs out, capped by the interval. */
+/*
+ * Milliseconds until the soonest lease runs out or waiter is due for its
+ * row, capped by the interval.
+ */
 static long
 sleep_ms(void)
 {
 	long		ms = dlock_reap_interval_ms;
-	TimestampTz next = lock_manager ? dlm_next_expiry(lock_manager) : 0;
+	TimestampTz lease = lock_manager ? dlm_next_expiry(lock_manager) : 0;
+	TimestampTz row = lock_manager ? dlm_next_queue_row(lock_manager) : 0;
 
-	if (next != 0)
-		ms = Min(ms, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), next) + 1);
+	if (lease != 0)
+		ms = Min(ms, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), lease) + 1);
+	if (row != 0)
+		ms = Min(ms, TimestampDifferenceMilliseconds(GetCurrentTimestamp(), row) + 1);
 	if (deferred_batches > 0)
 		ms = Min(ms, TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 													 deferred_since + DLOCK_DEFER_MS * 1000) + 1);
@@ -461,6 +483,8 @@ reload_config(void)
 {
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
+	if (lock_manager)
+		dlm_set_queue_row_delay(lock_manager, (int64) dlock_queue_row_delay_ms * 1000);
 }
 
 /*
@@ -510,6 +534,21 @@ force_settings(void)
 
 	for (size_t i = 0; i < lengthof(settings); i++)
 		SetConfigOption(settings[i][0], settings[i][1], PGC_SUSET, PGC_S_SESSION);
+}
+
+/*
+ * Each batch's statements take a few hundred kilobytes and give them back
+ * at its end; glibc then returned the heap's top to the kernel (brk, with a
+ * TLB flush on every core) and faulted it in again at the next batch: a
+ * fifth of the worker's time under a contended hand-off.  Keep it instead.
+ */
+static void
+keep_freed_memory(void)
+{
+#ifdef M_TRIM_THRESHOLD
+	(void) mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+	(void) mallopt(M_TOP_PAD, 4 * 1024 * 1024);
+#endif
 }
 
 static void
