@@ -81,7 +81,14 @@ show() {
     fi
 }
 rate_async() { set_async off; rate "$1" dlock; set_async on; }
-handoff() { "$DIR/handoff" "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" dlock "$1" "$T" "$2" | cut -d' ' -f1; }
+handoff() { "$DIR/handoff" "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" "${3:-dlock}" "$1" "$T" "$2" | cut -d' ' -f1; }
+# one name through pgbench (-M prepared -j 2): the cell issue 13 states its goals in
+one_name() { pgbench -n -M prepared -j 2 -c "$1" -T "$T" -f "$DIR/one_$2.sql" 2>/dev/null |
+    sed -n 's/^tps = \([0-9.]*\).*/\1/p' | cut -d. -f1; }
+printf "SELECT dlock_acquire('one');\nSELECT dlock_release('one');\n" > "$DIR/one_dlock.sql"
+printf "SELECT pg_advisory_lock(1);\nSELECT pg_advisory_unlock(1);\n" > "$DIR/one_advisory.sql"
+# an anchor measured once on each cluster, averaged: sets ANCHOR
+anchor() { local a b; on 0; a=$("$@"); on 1; b=$("$@"); ANCHOR=$(( (a + b) / 2 )); }
 
 {
 echo "# dlock before and after — $(date -u +%Y-%m-%d) on $(hostname -s)"
@@ -110,15 +117,31 @@ done
 echo
 echo "## 3. Contended hand-off: one name, N clients looping acquire → hold → release, hand-offs/s"
 echo
-echo "| hold | N | before | after | after / before |"
-echo "|---|---|---|---|---|"
+echo "pg_advisory_lock on one key is the anchor, measured once on each cluster and averaged."
+echo
+echo "| hold | N | before | after | after / before | advisory | after / advisory |"
+echo "|---|---|---|---|---|---|---|"
 } >> "$RES"
 [[ $SECTIONS == *" 3 "* ]] || HOLDS=""
 for hold in $HOLDS; do
     for n in $WAITERS; do
-        cell handoff "$n" "$hold"; echo "| $hold ms | $n | $(show $CELL) |" >> "$RES"
+        cell handoff "$n" "$hold"; anchor handoff "$n" "$hold" advisory
+        echo "| $hold ms | $n | $(show $CELL) | $ANCHOR | $(ratio "$(echo $CELL | cut -d' ' -f2)" "$ANCHOR") |" >> "$RES"
     done
 done
+if [[ $SECTIONS == *" 3 "* ]]; then
+    {
+    echo
+    echo "The same through pgbench (\`-M prepared -j 2\`, one name, acquire + release, hold 0), pairs/s:"
+    echo
+    echo "| N | before | after | after / before | advisory | after / advisory |"
+    echo "|---|---|---|---|---|---|"
+    } >> "$RES"
+    for n in $WAITERS; do
+        cell one_name "$n" dlock; anchor one_name "$n" advisory
+        echo "| $n | $(show $CELL) | $ANCHOR | $(ratio "$(echo $CELL | cut -d' ' -f2)" "$ANCHOR") |" >> "$RES"
+    done
+fi
 
 {
 echo
