@@ -22,6 +22,7 @@
 PG_MODULE_MAGIC;
 
 DLockShared *dlock_shared = NULL;
+pg_atomic_uint64 *dlock_pending = NULL;
 
 char	   *dlock_database = NULL;
 int			dlock_default_ttl_ms = 60 * 1000;
@@ -64,6 +65,13 @@ dlock_shmem_size(void)
 {
 	return add_size(offsetof(DLockShared, slots),
 					mul_size(MaxBackends, dlock_slot_size()));
+}
+
+/* A bit per slot: one word per 64 slots. */
+static Size
+dlock_pending_size(void)
+{
+	return mul_size((MaxBackends + 63) / 64, sizeof(pg_atomic_uint64));
 }
 
 void
@@ -175,7 +183,7 @@ dlock_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(dlock_shmem_size());
+	RequestAddinShmemSpace(add_size(dlock_shmem_size(), dlock_pending_size()));
 }
 
 static void
@@ -203,18 +211,26 @@ dlock_shmem_startup(void)
 		for (int i = 0; i < dlock_shared->nslots; i++)
 			SpinLockInit(&dlock_slot(i)->mutex);
 	}
+	dlock_pending = ShmemInitStruct("dlock pending slots", dlock_pending_size(), &found);
+	if (!found)
+		for (int i = 0; i < (MaxBackends + 63) / 64; i++)
+			pg_atomic_init_u64(&dlock_pending[i], 0);
 	LWLockRelease(AddinShmemInitLock);
 }
 
 /*
  * dlock_wake_worker
- *		Set the worker's latch; a no-op if no worker runs (a new one looks at
- *		every slot when it starts).
+ *		Mark the slot as changed, so that the worker looks at it (it looks
+ *		only at marked slots), and set the worker's latch; the latch is a
+ *		no-op if no worker runs (a new one looks at every slot when it
+ *		starts).  The slot's change is made, under its spinlock, before.
  */
 void
-dlock_wake_worker(void)
+dlock_wake_worker(int slotno)
 {
 	Latch	   *latch;
+
+	pg_atomic_fetch_or_u64(&dlock_pending[slotno / 64], UINT64CONST(1) << (slotno % 64));
 
 	SpinLockAcquire(&dlock_shared->mutex);
 	latch = dlock_shared->worker_latch;

@@ -110,6 +110,9 @@ typedef struct DLockShared
 } DLockShared;
 
 extern DLockShared *dlock_shared;
+/* Slots changed since the worker last looked: bit slotno % 64 of word
+ * slotno / 64 (dlock_wake_worker sets it, slots_collect clears it). */
+extern pg_atomic_uint64 *dlock_pending;
 
 /* GUCs */
 extern char *dlock_database;
@@ -141,8 +144,8 @@ dlock_slot_owner(DLockSlot *slot)
 	return slot->data + dlock_shared->names_size;
 }
 
-/* Wake the worker, if one runs. */
-extern void dlock_wake_worker(void);
+/* Mark a slot changed and wake the worker, if one runs. */
+extern void dlock_wake_worker(int slotno);
 
 /* Whether the op takes locks: a grant its caller never saw must be undone. */
 static inline bool

@@ -165,7 +165,7 @@ dlock_session_exit(int code, Datum arg)
 	SpinLockAcquire(&slot->mutex);
 	slot->session_ended = true;
 	SpinLockRelease(&slot->mutex);
-	dlock_wake_worker();
+	dlock_wake_worker(MyProc->pgprocno);
 }
 
 /*
@@ -205,7 +205,7 @@ my_slot(void)
 			if (!busy)
 				break;
 			(void) wait_for_worker(0);
-			dlock_wake_worker();
+			dlock_wake_worker(MyProc->pgprocno);
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 10, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
@@ -269,7 +269,7 @@ abandon(DLockSlot *slot, DLockReply *reply)
 	SpinLockRelease(&slot->mutex);
 	if (!pending)
 		return take_reply(slot, reply);
-	dlock_wake_worker();
+	dlock_wake_worker(MyProc->pgprocno);
 	return false;
 }
 
@@ -389,7 +389,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->seq = pg_atomic_fetch_add_u64(&dlock_shared->next_seq, 1);
 	slot->state = DLOCK_SLOT_SUBMITTED;
 	SpinLockRelease(&slot->mutex);
-	dlock_wake_worker();
+	dlock_wake_worker(MyProc->pgprocno);
 }
 
 /* Release every name of a grant again, as one request. */
@@ -423,7 +423,7 @@ withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
 	if (slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED)
 		slot->cancel = true;
 	SpinLockRelease(&slot->mutex);
-	dlock_wake_worker();
+	dlock_wake_worker(MyProc->pgprocno);
 	if (!await_verdict(slot, reply))
 		return;
 

@@ -176,6 +176,7 @@ reload(void)
 		}
 		SpinLockRelease(&slot->mutex);
 	}
+	slots_scan_all();			/* the resubmitted are marked by nobody */
 
 	dlock_store_batch(lm);
 	dlock_store_commit(true);

@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "mb/pg_wchar.h"
+#include "port/pg_bitutils.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -40,7 +41,15 @@ static MemoryContext batch_cxt;
 static Outcome *outcomes;		/* per slot */
 static List *outcome_slots;		/* the slots with an outcome, this batch */
 
+/*
+ * Look at every slot at the next collect, not only the marked ones: at the
+ * start, after a reload (requests were resubmitted) and after isolation
+ * (requests were left submitted).
+ */
+static bool scan_all = true;
+
 static Outcome *outcome_of(int slotno);
+static void collect_slot(int i, List **ended, List **withdrawn, List **fresh);
 static void copy_message(char *dst, const char *msg);
 static void copy_request(DLockSlot *slot, int slotno, Request *r);
 static int	request_seq_cmp(const ListCell *a, const ListCell *b);
@@ -52,6 +61,12 @@ slots_init(void)
 									  ALLOCSET_DEFAULT_SIZES);
 	outcomes = MemoryContextAllocZero(TopMemoryContext,
 									  sizeof(Outcome) * dlock_shared->nslots);
+}
+
+void
+slots_scan_all(void)
+{
+	scan_all = true;
 }
 
 void
@@ -247,52 +262,25 @@ slots_batch_begin(bool keep)
  *		Take from the slots what this batch handles: session ends,
  *		withdrawals and new requests (in submission order).  New requests
  *		are marked ACCEPTED.  In isolation mode only the earliest new request
- *		is taken; the others stay submitted for later batches.
+ *		is taken; the others stay submitted for later batches.  Only slots
+ *		their backends marked since the last collect are looked at
+ *		(dlock_wake_worker), unless slots_scan_all asked for all.
  */
 void
 slots_collect(List **ended, List **withdrawn, List **fresh, bool one_fresh)
 {
-	for (int i = 0; i < dlock_shared->nslots; i++)
+	for (int w = 0; w * 64 < dlock_shared->nslots; w++)
 	{
-		DLockSlot  *slot = dlock_slot(i);
-		Request    *r;
+		/* take the marks first: a change after this marks its slot again */
+		uint64		marked = pg_atomic_exchange_u64(&dlock_pending[w], 0);
 
-		SpinLockAcquire(&slot->mutex);
-		if (slot->pid == 0)
-		{
-			SpinLockRelease(&slot->mutex);
-			continue;
-		}
-		if (slot->session_ended)
-		{
-			r = palloc(sizeof(Request));
-			copy_request(slot, i, r);
-			r->state = slot->state;
-			r->status = slot->status;
-			r->abandoned = slot->abandoned;
-			SpinLockRelease(&slot->mutex);
-			*ended = lappend(*ended, r);
-		}
-		else if (slot->cancel &&
-				 (slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED))
-		{
-			slot->state = DLOCK_SLOT_ACCEPTED;
-			r = palloc(sizeof(Request));
-			copy_request(slot, i, r);
-			SpinLockRelease(&slot->mutex);
-			*withdrawn = lappend(*withdrawn, r);
-		}
-		else if (slot->state == DLOCK_SLOT_SUBMITTED)
-		{
-			slot->state = DLOCK_SLOT_ACCEPTED;
-			r = palloc(sizeof(Request));
-			copy_request(slot, i, r);
-			SpinLockRelease(&slot->mutex);
-			*fresh = lappend(*fresh, r);
-		}
-		else
-			SpinLockRelease(&slot->mutex);
+		if (scan_all)
+			marked = ~UINT64CONST(0);
+		for (; marked != 0; marked &= marked - 1)
+			collect_slot(w * 64 + pg_rightmost_one_pos64(marked), ended, withdrawn, fresh);
 	}
+	/* requests isolation leaves submitted are marked by nobody */
+	scan_all = one_fresh;
 	list_sort(*fresh, request_seq_cmp);
 
 	if (one_fresh && list_length(*fresh) > 1)
@@ -311,6 +299,50 @@ slots_collect(List **ended, List **withdrawn, List **fresh, bool one_fresh)
 		}
 		*fresh = list_truncate(*fresh, 1);
 	}
+}
+
+/* A slot's session end, withdrawal or new request, if it has one. */
+static void
+collect_slot(int i, List **ended, List **withdrawn, List **fresh)
+{
+	DLockSlot  *slot;
+	Request    *r;
+
+	if (i >= dlock_shared->nslots)
+		return;					/* the last word's bits past the slots */
+	slot = dlock_slot(i);
+	SpinLockAcquire(&slot->mutex);
+	if (slot->pid == 0)
+		SpinLockRelease(&slot->mutex);
+	else if (slot->session_ended)
+	{
+		r = palloc(sizeof(Request));
+		copy_request(slot, i, r);
+		r->state = slot->state;
+		r->status = slot->status;
+		r->abandoned = slot->abandoned;
+		SpinLockRelease(&slot->mutex);
+		*ended = lappend(*ended, r);
+	}
+	else if (slot->cancel &&
+			 (slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED))
+	{
+		slot->state = DLOCK_SLOT_ACCEPTED;
+		r = palloc(sizeof(Request));
+		copy_request(slot, i, r);
+		SpinLockRelease(&slot->mutex);
+		*withdrawn = lappend(*withdrawn, r);
+	}
+	else if (slot->state == DLOCK_SLOT_SUBMITTED)
+	{
+		slot->state = DLOCK_SLOT_ACCEPTED;
+		r = palloc(sizeof(Request));
+		copy_request(slot, i, r);
+		SpinLockRelease(&slot->mutex);
+		*fresh = lappend(*fresh, r);
+	}
+	else
+		SpinLockRelease(&slot->mutex);
 }
 
 /* Copy a slot's request; caller holds the slot's mutex. */

@@ -4,7 +4,7 @@
  *		requests, withdrawals and session ends from the slots, keeping each
  *		slot's answer until its batch commits, and publishing it.
  *
- * Interface: slots_init, slots_batch_begin, slots_collect,
+ * Interface: slots_init, slots_batch_begin, slots_collect, slots_scan_all,
  * slots_end_session, slots_answers_ready, slots_publish, slots_forget,
  * slots_fail_isolated, slots_refuse_all, slots_work_pending, dlock_on_answer.
  */
@@ -41,6 +41,8 @@ extern void slots_init(void);
 /* The batch's memory context; a deferred batch keeps its outcomes. */
 extern MemoryContext slots_batch_begin(bool keep);
 extern void slots_collect(List **ended, List **withdrawn, List **fresh, bool one_fresh);
+/* The next collect looks at every slot, marked or not. */
+extern void slots_scan_all(void);
 extern void slots_end_session(int slotno);
 extern bool slots_answers_ready(void);
 extern void slots_publish(DLockManager *lm);
