@@ -1,7 +1,9 @@
 /*
  * dlock_store.c
  *		The lock manager's tables: loading them at start and writing each
- *		batch's changes as one set-based statement per kind of change.
+ *		batch's changes, row by row through the table access method (see
+ *		"Direct writes") or, when a table has triggers, as one set-based
+ *		statement per kind of change.
  *
  * Every function runs inside the worker's transaction, between SPI_connect
  * and SPI_finish.  Statements are prepared once and kept; values travel
@@ -11,20 +13,27 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/async.h"
 #include "commands/extension.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/pmsignal.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -39,35 +48,9 @@ typedef enum StorePlan
 	PLAN_QUEUE_INSERT,
 	PLAN_QUEUE_DELETE,
 	PLAN_QUEUE_REPLACE,
-	PLAN_NOTIFY,
 	PLAN_COUNTER,
-	/* the same for one row, with a parameter per value (one_row_plan) */
-	PLAN_HELD_INSERT_ONE,
-	PLAN_HELD_UPDATE_ONE,
-	PLAN_HELD_DELETE_ONE,
-	PLAN_HELD_REPLACE_ONE,
-	PLAN_QUEUE_INSERT_ONE,
-	PLAN_QUEUE_DELETE_ONE,
-	PLAN_QUEUE_REPLACE_ONE,
 	NUM_PLANS
 } StorePlan;
-
-/*
- * A hand-off writes a row or two per table: arrays unnested through a
- * function scan cost more than the row (a third of the worker's time under
- * contention), so one row goes through a plan of its own.
- */
-static const StorePlan one_row_plan[] = {
-	[PLAN_HELD_INSERT] = PLAN_HELD_INSERT_ONE,
-	[PLAN_HELD_UPDATE] = PLAN_HELD_UPDATE_ONE,
-	[PLAN_HELD_DELETE] = PLAN_HELD_DELETE_ONE,
-	[PLAN_HELD_REPLACE] = PLAN_HELD_REPLACE_ONE,
-	[PLAN_QUEUE_INSERT] = PLAN_QUEUE_INSERT_ONE,
-	[PLAN_QUEUE_DELETE] = PLAN_QUEUE_DELETE_ONE,
-	[PLAN_QUEUE_REPLACE] = PLAN_QUEUE_REPLACE_ONE,
-	[PLAN_NOTIFY] = PLAN_NOTIFY,	/* none: the same plan */
-	[PLAN_COUNTER] = PLAN_COUNTER,	/* none */
-};
 
 static const char *const plan_sql[NUM_PLANS] = {
 	[PLAN_HELD_INSERT] =
@@ -129,36 +112,8 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" AS u(old_ticket, ticket, name, owner, pid, backend_start, mode, since, timeout_at,"
 	" ttl, conversion, implied)"
 	" WHERE q.ticket OPERATOR(pg_catalog.=) u.old_ticket",
-	[PLAN_NOTIFY] =
-	"SELECT pg_catalog.pg_notify('dlock_blocking', n)"
-	" FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n",
 	[PLAN_COUNTER] =
 	"UPDATE dlock.ticket_counter SET hi = $1",
-	[PLAN_HELD_INSERT_ONE] =
-	"INSERT INTO dlock.held (token, name, owner, pid, backend_start, mode, count,"
-	" granted_at, expires_at, ttl, implied)"
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-	[PLAN_HELD_UPDATE_ONE] =
-	"UPDATE dlock.held SET count = $2, expires_at = $3, ttl = $4, token = $5, mode = $6"
-	" WHERE token OPERATOR(pg_catalog.=) $1",
-	[PLAN_HELD_DELETE_ONE] =
-	"DELETE FROM dlock.held WHERE token OPERATOR(pg_catalog.=) $1",
-	[PLAN_HELD_REPLACE_ONE] =
-	"UPDATE dlock.held SET token = $2, name = $3, owner = $4, pid = $5,"
-	" backend_start = $6, mode = $7, count = $8, granted_at = $9, expires_at = $10,"
-	" ttl = $11, implied = $12"
-	" WHERE token OPERATOR(pg_catalog.=) $1",
-	[PLAN_QUEUE_INSERT_ONE] =
-	"INSERT INTO dlock.queue (ticket, name, owner, pid, backend_start, mode, since,"
-	" timeout_at, ttl, conversion, implied)"
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-	[PLAN_QUEUE_DELETE_ONE] =
-	"DELETE FROM dlock.queue WHERE ticket OPERATOR(pg_catalog.=) $1",
-	[PLAN_QUEUE_REPLACE_ONE] =
-	"UPDATE dlock.queue SET ticket = $2, name = $3, owner = $4, pid = $5,"
-	" backend_start = $6, mode = $7, since = $8, timeout_at = $9, ttl = $10,"
-	" conversion = $11, implied = $12"
-	" WHERE ticket OPERATOR(pg_catalog.=) $1",
 };
 
 static SPIPlanPtr plans[NUM_PLANS];
@@ -261,42 +216,21 @@ get_plan(StorePlan which, int nargs, Oid *argtypes)
 	return plans[which];
 }
 
-/*
- * Run a kept plan with one array parameter per column, or for one row its
- * one-row plan with the values themselves.
- */
+/* Run a kept plan with one array parameter per column. */
 static void
 run_plan(StorePlan which, Column *cols, int ncols, int expected_rows)
 {
 	Oid			argtypes[16];
 	Datum		args[16];
-	char		nulls[17];
 	int			ret;
-	bool		one;
 
-	StaticAssertStmt(lengthof(one_row_plan) == PLAN_COUNTER + 1,
-					 "every plan with arrays has its entry in one_row_plan");
-	Assert(which < lengthof(one_row_plan) && ncols <= 16);
-	one = expected_rows == 1 && one_row_plan[which] != which;
+	Assert(ncols <= 16);
 	for (int i = 0; i < ncols; i++)
 	{
-		if (one)
-		{
-			argtypes[i] = cols[i].type;
-			args[i] = cols[i].values[0];
-			nulls[i] = cols[i].nulls[0] ? 'n' : ' ';
-		}
-		else
-		{
-			argtypes[i] = get_array_type(cols[i].type);
-			args[i] = column_array(&cols[i]);
-			nulls[i] = ' ';
-		}
+		argtypes[i] = get_array_type(cols[i].type);
+		args[i] = column_array(&cols[i]);
 	}
-	nulls[ncols] = '\0';
-	if (one)
-		which = one_row_plan[which];
-	ret = SPI_execute_plan(get_plan(which, ncols, argtypes), args, nulls, false, 0);
+	ret = SPI_execute_plan(get_plan(which, ncols, argtypes), args, NULL, false, 0);
 	if (ret < 0)
 		elog(ERROR, "dlock store statement failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed != (uint64) expected_rows)
@@ -452,6 +386,236 @@ text_datum(const char *s)
 	return PointerGetDatum(cstring_to_text(s));
 }
 
+/* The columns of dlock.held and dlock.queue, in the order of their DDL. */
+static const Oid held_types[] = {
+	INT8OID,					/* token */
+	TEXTOID,					/* name */
+	TEXTOID,					/* owner */
+	INT4OID,					/* pid */
+	TIMESTAMPTZOID,				/* backend_start */
+	TEXTOID,					/* mode */
+	INT4OID,					/* count */
+	TIMESTAMPTZOID,				/* granted_at */
+	TIMESTAMPTZOID,				/* expires_at */
+	INTERVALOID,				/* ttl */
+	BOOLOID,					/* implied */
+};
+static const Oid queue_types[] = {
+	INT8OID,					/* ticket */
+	TEXTOID,					/* name */
+	TEXTOID,					/* owner */
+	INT4OID,					/* pid */
+	TIMESTAMPTZOID,				/* backend_start */
+	TEXTOID,					/* mode */
+	TIMESTAMPTZOID,				/* since */
+	TIMESTAMPTZOID,				/* timeout_at */
+	INTERVALOID,				/* ttl */
+	BOOLOID,					/* conversion */
+	BOOLOID,					/* implied */
+};
+
+/* ---------------------------------------------------------------------
+ * Direct writes
+ *
+ * A hand-off changes a row or two, and a statement's plan lookup, executor
+ * start-up and shutdown cost several times the row work (the largest item
+ * of the worker under contention).  So rows go straight through the table
+ * and index access methods, as logical replication's apply does
+ * (execReplication.c): a row is found by its key in the primary key,
+ * changed by simple_table_tuple_*, and every index of the table is
+ * maintained by ExecInsertIndexTuples.  This holds while the table has the
+ * shape of our DDL and no trigger; otherwise the batch goes through the
+ * statements above, so that a trigger someone added still fires.  The
+ * CHECK on count is not evaluated here: the lock manager never makes a
+ * holder with a count below 1 (core/README, invariants).
+ * --------------------------------------------------------------------- */
+
+typedef struct DirectTable
+{
+	Relation	rel;
+	ResultRelInfo rri;			/* its open indexes */
+	Relation	key_index;		/* the primary key, on column 1 */
+	Snapshot	snapshot;
+	IndexScanDesc scan;
+	TupleTableSlot *found;		/* the row found by key */
+	TupleTableSlot *row;		/* the row to write */
+	EState	   *estate;
+} DirectTable;
+
+/*
+ * Open dlock.<relname> for direct writes, or return false (nothing left
+ * open) when its shape or triggers ask for statements.
+ */
+static bool
+direct_open(DirectTable *t, EState *estate, const char *relname,
+			const Oid *types, int ncols)
+{
+	Oid			relid = get_relname_relid(relname, get_namespace_oid("dlock", false));
+	TupleDesc	desc;
+	Oid			key_oid;
+	bool		ok;
+
+	t->rel = table_open(relid, RowExclusiveLock);
+	desc = RelationGetDescr(t->rel);
+	ok = t->rel->rd_rel->relkind == RELKIND_RELATION &&
+		t->rel->trigdesc == NULL &&
+		desc->natts == ncols &&
+		!(desc->constr && desc->constr->has_generated_stored);
+	for (int i = 0; ok && i < ncols; i++)
+		ok = !TupleDescAttr(desc, i)->attisdropped &&
+			TupleDescAttr(desc, i)->atttypid == types[i];
+	key_oid = ok ? RelationGetPrimaryKeyIndex(t->rel) : InvalidOid;
+	if (!OidIsValid(key_oid))
+	{
+		table_close(t->rel, NoLock);
+		return false;
+	}
+	/* the same errors as UPDATE and DELETE if published without identity */
+	CheckCmdReplicaIdentity(t->rel, CMD_UPDATE);
+	CheckCmdReplicaIdentity(t->rel, CMD_DELETE);
+
+	InitResultRelInfo(&t->rri, t->rel, 0, NULL, 0);
+	ExecOpenIndices(&t->rri, false);
+	t->key_index = NULL;
+	for (int i = 0; i < t->rri.ri_NumIndices; i++)
+	{
+		Relation	index = t->rri.ri_IndexRelationDescs[i];
+
+		if (RelationGetRelid(index) == key_oid &&
+			index->rd_index->indnkeyatts == 1 &&
+			index->rd_index->indkey.values[0] == 1)
+			t->key_index = index;
+	}
+	if (t->key_index == NULL)
+	{
+		ExecCloseIndices(&t->rri);
+		table_close(t->rel, NoLock);
+		return false;
+	}
+
+	/* see what earlier statements of this transaction did */
+	CommandCounterIncrement();
+	t->snapshot = RegisterSnapshot(GetLatestSnapshot());
+	t->scan = index_beginscan(t->rel, t->key_index, t->snapshot, 1, 0);
+	t->found = table_slot_create(t->rel, NULL);
+	t->row = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	t->estate = estate;
+	return true;
+}
+
+static void
+direct_close(DirectTable *t)
+{
+	index_endscan(t->scan);
+	ExecDropSingleTupleTableSlot(t->found);
+	ExecDropSingleTupleTableSlot(t->row);
+	UnregisterSnapshot(t->snapshot);
+	ExecCloseIndices(&t->rri);
+	table_close(t->rel, NoLock);
+	/* later statements of this transaction see these rows */
+	CommandCounterIncrement();
+}
+
+/* Find the row keyed key into t->found. */
+static void
+direct_find(DirectTable *t, int64 key)
+{
+	ScanKeyData skey;
+
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(key));
+	index_rescan(t->scan, &skey, 1, NULL, 0);
+	if (!index_getnext_slot(t->scan, ForwardScanDirection, t->found))
+		elog(ERROR, "dlock store: no row " INT64_FORMAT " in %s",
+			 key, RelationGetRelationName(t->rel));
+}
+
+/* Put row i of the columns into t->row. */
+static void
+direct_fill(DirectTable *t, const Column *cols, int i)
+{
+	int			natts = t->row->tts_tupleDescriptor->natts;
+
+	ExecClearTuple(t->row);
+	for (int c = 0; c < natts; c++)
+	{
+		t->row->tts_values[c] = cols[c].values[i];
+		t->row->tts_isnull[c] = cols[c].nulls[i];
+	}
+	ExecStoreVirtualTuple(t->row);
+}
+
+/* Write t->row: in place of t->found if replace, else as a new row. */
+static void
+direct_store(DirectTable *t, bool replace)
+{
+	bool		update_indexes = true;
+	List	   *recheck;
+
+	if (replace)
+		simple_table_tuple_update(t->rel, &t->found->tts_tid, t->row,
+								  t->snapshot, &update_indexes);
+	else
+		simple_table_tuple_insert(t->rel, t->row);
+	if (update_indexes && t->rri.ri_NumIndices > 0)
+	{
+		recheck = ExecInsertIndexTuples(&t->rri, t->row, t->estate, replace,
+										false, NULL, NIL);
+		list_free(recheck);
+	}
+	ResetPerTupleExprContext(t->estate);
+}
+
+/*
+ * As write_rows (below), directly: the rows keyed in gone[0] deleted, the
+ * rows in fresh inserted, as many as pair up as one update each.
+ */
+static void
+direct_write_rows(DirectTable *t, const Column *gone, const Column *fresh)
+{
+	int			npairs = Min(gone[0].n, fresh[0].n);
+
+	for (int i = 0; i < gone[0].n; i++)
+	{
+		direct_find(t, DatumGetInt64(gone[0].values[i]));
+		if (i < npairs)
+		{
+			direct_fill(t, fresh, i);
+			direct_store(t, true);
+		}
+		else
+			simple_table_tuple_delete(t->rel, &t->found->tts_tid, t->snapshot);
+	}
+	for (int i = npairs; i < fresh[0].n; i++)
+	{
+		direct_fill(t, fresh, i);
+		direct_store(t, false);
+	}
+}
+
+/*
+ * Row i of hu (old_token, count, expires_at, ttl, token, mode: see
+ * PLAN_HELD_UPDATE) applied to its dlock.held row.
+ */
+static void
+direct_update_held(DirectTable *t, const Column *hu, int i)
+{
+	static const int held_column[] = {-1, 6, 8, 9, 0, 5};
+	int			natts = t->row->tts_tupleDescriptor->natts;
+
+	direct_find(t, DatumGetInt64(hu[0].values[i]));
+	slot_getallattrs(t->found);
+	ExecClearTuple(t->row);
+	memcpy(t->row->tts_values, t->found->tts_values, natts * sizeof(Datum));
+	memcpy(t->row->tts_isnull, t->found->tts_isnull, natts * sizeof(bool));
+	for (int c = 1; c < (int) lengthof(held_column); c++)
+	{
+		t->row->tts_values[held_column[c]] = hu[c].values[i];
+		t->row->tts_isnull[held_column[c]] = hu[c].nulls[i];
+	}
+	ExecStoreVirtualTuple(t->row);
+	direct_store(t, true);
+}
+
 /*
  * dlock_store_write
  *		Write the batch's changes: for each touched holder or waiter, insert
@@ -469,22 +633,15 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 	Column		hd[1];
 	Column		qi[11];
 	Column		qd[1];
+	EState	   *estate;
+	DirectTable table;
 
 	for (DLmHolder *h = holders; h; h = h->touched_next)
 		nh++;
 	for (DLmWaiter *w = waiters; w; w = w->touched_next)
 		nw++;
-	column_init(&hi[0], INT8OID, nh);
-	column_init(&hi[1], TEXTOID, nh);
-	column_init(&hi[2], TEXTOID, nh);
-	column_init(&hi[3], INT4OID, nh);
-	column_init(&hi[4], TIMESTAMPTZOID, nh);
-	column_init(&hi[5], TEXTOID, nh);
-	column_init(&hi[6], INT4OID, nh);
-	column_init(&hi[7], TIMESTAMPTZOID, nh);
-	column_init(&hi[8], TIMESTAMPTZOID, nh);
-	column_init(&hi[9], INTERVALOID, nh);
-	column_init(&hi[10], BOOLOID, nh);
+	for (int c = 0; c < (int) lengthof(hi); c++)
+		column_init(&hi[c], held_types[c], nh);
 	column_init(&hu[0], INT8OID, nh);
 	column_init(&hu[1], INT4OID, nh);
 	column_init(&hu[2], TIMESTAMPTZOID, nh);
@@ -526,17 +683,8 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 		}
 	}
 
-	column_init(&qi[0], INT8OID, nw);
-	column_init(&qi[1], TEXTOID, nw);
-	column_init(&qi[2], TEXTOID, nw);
-	column_init(&qi[3], INT4OID, nw);
-	column_init(&qi[4], TIMESTAMPTZOID, nw);
-	column_init(&qi[5], TEXTOID, nw);
-	column_init(&qi[6], TIMESTAMPTZOID, nw);
-	column_init(&qi[7], TIMESTAMPTZOID, nw);
-	column_init(&qi[8], INTERVALOID, nw);
-	column_init(&qi[9], BOOLOID, nw);
-	column_init(&qi[10], BOOLOID, nw);
+	for (int c = 0; c < (int) lengthof(qi); c++)
+		column_init(&qi[c], queue_types[c], nw);
 	column_init(&qd[0], INT8OID, nw);
 
 	for (DLmWaiter *w = waiters; w; w = w->touched_next)
@@ -563,10 +711,28 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 		}
 	}
 
-	if (hu[0].n > 0)
-		run_plan(PLAN_HELD_UPDATE, hu, 6, hu[0].n);
-	write_rows(PLAN_HELD_DELETE, PLAN_HELD_REPLACE, PLAN_HELD_INSERT, hd, hi, 11);
-	write_rows(PLAN_QUEUE_DELETE, PLAN_QUEUE_REPLACE, PLAN_QUEUE_INSERT, qd, qi, 11);
+	estate = CreateExecutorState();
+	if (direct_open(&table, estate, "held", held_types, lengthof(held_types)))
+	{
+		for (int i = 0; i < hu[0].n; i++)
+			direct_update_held(&table, hu, i);
+		direct_write_rows(&table, hd, hi);
+		direct_close(&table);
+	}
+	else
+	{
+		if (hu[0].n > 0)
+			run_plan(PLAN_HELD_UPDATE, hu, 6, hu[0].n);
+		write_rows(PLAN_HELD_DELETE, PLAN_HELD_REPLACE, PLAN_HELD_INSERT, hd, hi, 11);
+	}
+	if (direct_open(&table, estate, "queue", queue_types, lengthof(queue_types)))
+	{
+		direct_write_rows(&table, qd, qi);
+		direct_close(&table);
+	}
+	else
+		write_rows(PLAN_QUEUE_DELETE, PLAN_QUEUE_REPLACE, PLAN_QUEUE_INSERT, qd, qi, 11);
+	FreeExecutorState(estate);
 }
 
 /*
@@ -601,23 +767,6 @@ write_rows(StorePlan delete, StorePlan replace, StorePlan insert,
 			cols[i] = column_slice(&fresh[i], npairs, fresh[0].n);
 		run_plan(insert, cols, ncols, cols[0].n);
 	}
-}
-
-/*
- * dlock_store_notify
- *		NOTIFY dlock_blocking with each lock name (delivered at commit), so
- *		that holders who LISTEN learn someone waits behind them.
- */
-static void
-dlock_store_notify(List *names)
-{
-	Column		n[1];
-	ListCell   *lc;
-
-	column_init(&n[0], TEXTOID, list_length(names));
-	foreach(lc, names)
-		column_add(&n[0], text_datum(lfirst(lc)), false);
-	run_plan(PLAN_NOTIFY, n, 1, n[0].n);
 }
 
 /* ---------------------------------------------------------------------
@@ -677,16 +826,18 @@ void
 dlock_store_batch(DLockManager *lm)
 {
 	int64		hi;
-	List	   *names = NIL;
 
 	if (dlm_counter_dirty(lm, &hi))
 		dlock_store_save_counter(hi);
 	if (dlm_touched_holders(lm) || dlm_touched_waiters(lm))
 		dlock_store_write(dlm_touched_holders(lm), dlm_touched_waiters(lm));
-	/* NOTIFY payloads are shorter than 8000 bytes */
+
+	/*
+	 * NOTIFY dlock_blocking with each lock name (delivered at commit), so
+	 * that holders who LISTEN learn someone waits behind them.  A payload
+	 * must be shorter than NOTIFY_PAYLOAD_MAX_LENGTH (8000 bytes).
+	 */
 	for (DLmLock *l = dlm_notified_locks(lm); l; l = l->notify_next)
 		if (strlen(l->name) < 8000)
-			names = lappend(names, (char *) l->name);
-	if (names != NIL)
-		dlock_store_notify(names);
+			Async_Notify("dlock_blocking", l->name);
 }
