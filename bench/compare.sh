@@ -143,6 +143,7 @@ if [[ $SECTIONS == *" 3 "* ]]; then
     done
 fi
 
+[[ $SECTIONS == *" 4 "* ]] || { echo "written to $RES"; exit 0; }
 {
 echo
 echo "## 4. Scale: uncontended pairs at 8 clients with other leases held (each its own owner key)"
