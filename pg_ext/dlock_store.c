@@ -712,26 +712,32 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 	}
 
 	estate = CreateExecutorState();
-	if (direct_open(&table, estate, "held", held_types, lengthof(held_types)))
+	if (hu[0].n + hd[0].n + hi[0].n > 0)
 	{
-		for (int i = 0; i < hu[0].n; i++)
-			direct_update_held(&table, hu, i);
-		direct_write_rows(&table, hd, hi);
-		direct_close(&table);
+		if (direct_open(&table, estate, "held", held_types, lengthof(held_types)))
+		{
+			for (int i = 0; i < hu[0].n; i++)
+				direct_update_held(&table, hu, i);
+			direct_write_rows(&table, hd, hi);
+			direct_close(&table);
+		}
+		else
+		{
+			if (hu[0].n > 0)
+				run_plan(PLAN_HELD_UPDATE, hu, 6, hu[0].n);
+			write_rows(PLAN_HELD_DELETE, PLAN_HELD_REPLACE, PLAN_HELD_INSERT, hd, hi, 11);
+		}
 	}
-	else
+	if (qd[0].n + qi[0].n > 0)
 	{
-		if (hu[0].n > 0)
-			run_plan(PLAN_HELD_UPDATE, hu, 6, hu[0].n);
-		write_rows(PLAN_HELD_DELETE, PLAN_HELD_REPLACE, PLAN_HELD_INSERT, hd, hi, 11);
+		if (direct_open(&table, estate, "queue", queue_types, lengthof(queue_types)))
+		{
+			direct_write_rows(&table, qd, qi);
+			direct_close(&table);
+		}
+		else
+			write_rows(PLAN_QUEUE_DELETE, PLAN_QUEUE_REPLACE, PLAN_QUEUE_INSERT, qd, qi, 11);
 	}
-	if (direct_open(&table, estate, "queue", queue_types, lengthof(queue_types)))
-	{
-		direct_write_rows(&table, qd, qi);
-		direct_close(&table);
-	}
-	else
-		write_rows(PLAN_QUEUE_DELETE, PLAN_QUEUE_REPLACE, PLAN_QUEUE_INSERT, qd, qi, 11);
 	FreeExecutorState(estate);
 }
 

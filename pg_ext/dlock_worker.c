@@ -7,8 +7,8 @@
  *					the slots (dlock.h)
  *		decide		hand them, and lease expiry, to the lock manager
  *					(core/dlock_lm.h), which answers and lists what changed
- *		store		write the changes as a few set-based statements
- *					(dlock_store.c) in one transaction
+ *		store		write the changed rows (dlock_store.c) in one
+ *					transaction
  *		commit		flushed when a grant of an owner key or the ticket
  *					counter needs it
  *		publish		only then hand the answers to the slots and wake the
@@ -302,9 +302,6 @@ run_batch(void)
 }
 
 
-
-
-
 /*
  * decide
  *		Hand the batch to the lock manager.  Withdrawals first: nothing below
@@ -390,13 +387,6 @@ execute(Request *r, TimestampTz now)
 }
 
 
-
-
-
-
-
-
-
 /* ---------------------------------------------------------------------
  * Store, commit, publish
  * --------------------------------------------------------------------- */
@@ -420,11 +410,6 @@ may_defer(TimestampTz now)
 	return deferred_batches == 0 ||
 		!TimestampDifferenceExceeds(deferred_since, now, DLOCK_DEFER_MS);
 }
-
-
-
-
-
 
 
 /*
