@@ -396,14 +396,13 @@ void
 slots_publish(DLockManager *lm)
 {
 	ListCell   *lc;
-	int		   *wake_slots = palloc(sizeof(int) * Max(list_length(outcome_slots), 1));
-	int			nwake = 0;
 
 	foreach(lc, outcome_slots)
 	{
 		int			slotno = lfirst_int(lc);
 		Outcome    *o = &outcomes[slotno];
 		DLockSlot  *slot = dlock_slot(slotno);
+		PGPROC	   *proc = &ProcGlobal->allProcs[slotno];
 		bool		wake = false;
 		DLmWaiter  *w;
 
@@ -439,17 +438,9 @@ slots_publish(DLockManager *lm)
 			slot->ticket = w->ticket;
 		SpinLockRelease(&slot->mutex);
 		if (wake)
-			wake_slots[nwake++] = slotno;
+			SetLatch(&proc->procLatch);
 		o->listed = false;
 	}
-
-	/*
-	 * Latest answers first: a grant that a release handed on is answered
-	 * after the release, and the next hand-off waits for the new holder's
-	 * next call, not for the releaser's.
-	 */
-	while (nwake > 0)
-		SetLatch(&ProcGlobal->allProcs[wake_slots[--nwake]].procLatch);
 }
 
 /*
