@@ -20,6 +20,29 @@ BEGIN
 END
 $check$;
 
+/*
+ * Rights go to three roles, never to PUBLIC: dlock_user takes and releases
+ * locks, dlock_monitor reads the view, dlock_admin is both and sees owner
+ * keys.  Roles are cluster-wide and outlive DROP EXTENSION (or belong to
+ * another database's dlock), so an existing one is reused as it is.
+ */
+DO $roles$
+DECLARE
+    r text;
+BEGIN
+    FOREACH r IN ARRAY ARRAY['dlock_user', 'dlock_monitor', 'dlock_admin'] LOOP
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) r) THEN
+            EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
+        END IF;
+    END LOOP;
+    FOREACH r IN ARRAY ARRAY['dlock_user', 'dlock_monitor'] LOOP
+        IF NOT pg_catalog.pg_has_role('dlock_admin', r, 'MEMBER') THEN
+            EXECUTE pg_catalog.format('GRANT %I TO dlock_admin', r);
+        END IF;
+    END LOOP;
+END
+$roles$;
+
 CREATE SCHEMA dlock;
 COMMENT ON SCHEMA dlock IS 'dlock lock manager state; written only by the dlock worker';
 
@@ -54,8 +77,8 @@ CREATE TABLE dlock.queue (
 );
 
 /*
- * An owner key is what guards release: show it only to roles that may read
- * all statistics; others see a fingerprint they can match against their own
+ * An owner key is what guards release: show it only to dlock_admin (and
+ * superusers); others see a fingerprint they can match against their own
  * key (md5 of the key, first 12 hex digits).
  */
 CREATE FUNCTION dlock.shown_owner(key text) RETURNS text
@@ -64,7 +87,7 @@ SET search_path = pg_catalog
 AS $$
     SELECT CASE
         WHEN key IS NULL THEN NULL
-        WHEN pg_catalog.pg_has_role(current_user, 'pg_read_all_stats', 'MEMBER') THEN key
+        WHEN pg_catalog.pg_has_role(current_user, 'dlock_admin', 'MEMBER') THEN key
         ELSE 'md5:' || pg_catalog.left(pg_catalog.md5(key), 12)
     END
 $$;
@@ -92,8 +115,11 @@ SELECT q.name, q.mode, false,
   FROM dlock.queue q;
 
 COMMENT ON VIEW dlock.locks IS 'dlock holders (granted) and waiters (queue position), joinable with pg_stat_activity on pid and backend_start';
-GRANT USAGE ON SCHEMA dlock TO PUBLIC;
-GRANT SELECT ON dlock.locks TO PUBLIC;
+REVOKE ALL ON SCHEMA dlock FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dlock.shown_owner(text) FROM PUBLIC;
+GRANT USAGE ON SCHEMA dlock TO dlock_user, dlock_monitor;
+GRANT EXECUTE ON FUNCTION dlock.shown_owner(text) TO dlock_user, dlock_monitor;
+GRANT SELECT ON dlock.locks TO dlock_user, dlock_monitor;
 
 CREATE FUNCTION dlock_acquire(name text,
                               mode text DEFAULT 'exclusive',
@@ -164,3 +190,25 @@ AS 'MODULE_PATHNAME', 'dlock_new_owner'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION dlock_new_owner() IS
     'a random 128-bit owner key in hex, for locks that outlive a connection';
+
+-- Functions are executable by PUBLIC when created: only dlock_user may call these.
+REVOKE EXECUTE ON FUNCTION
+    dlock_acquire(text, text, interval, interval, text),
+    dlock_acquire_all(text[], text, interval, interval, text),
+    dlock_try_acquire(text, text, interval, text),
+    dlock_convert(text, text, interval, text),
+    dlock_release(text, text),
+    dlock_renew(text, interval, text),
+    dlock_release_all(text),
+    dlock_new_owner()
+  FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    dlock_acquire(text, text, interval, interval, text),
+    dlock_acquire_all(text[], text, interval, interval, text),
+    dlock_try_acquire(text, text, interval, text),
+    dlock_convert(text, text, interval, text),
+    dlock_release(text, text),
+    dlock_renew(text, interval, text),
+    dlock_release_all(text),
+    dlock_new_owner()
+  TO dlock_user;

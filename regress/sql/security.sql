@@ -1,0 +1,100 @@
+-- Rights: nothing is granted to PUBLIC; dlock_user locks, dlock_monitor
+-- reads the view, dlock_admin does both and sees owner keys.  Each attack is
+-- replayed as an ordinary role and must fail with 42501.
+
+-- what a statement does when run as the current role: "ok" or its SQLSTATE
+CREATE SCHEMA dlock_sec;
+GRANT USAGE ON SCHEMA dlock_sec TO PUBLIC;
+CREATE FUNCTION dlock_sec.outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE q;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+-- nothing of dlock is granted to PUBLIC: functions, schema, tables, view
+SELECT 'function ' || p.oid::regprocedure AS public_right
+  FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+ WHERE (p.proname LIKE 'dlock%' OR p.pronamespace = 'dlock'::regnamespace)
+   AND a.grantee = 0
+UNION ALL
+SELECT 'relation ' || c.oid::regclass
+  FROM pg_class c, aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) a
+ WHERE c.relnamespace = 'dlock'::regnamespace AND a.grantee = 0
+UNION ALL
+SELECT 'schema dlock'
+  FROM pg_namespace n, aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) a
+ WHERE n.nspname = 'dlock' AND a.grantee = 0;
+
+-- the roles exist, cannot log in, and dlock_admin holds the other two
+SELECT rolname, rolcanlogin, pg_has_role('dlock_admin', oid, 'MEMBER') AS in_admin
+  FROM pg_roles WHERE rolname IN ('dlock_user', 'dlock_monitor', 'dlock_admin')
+ ORDER BY rolname;
+
+CREATE ROLE dlock_sec_nobody;
+CREATE ROLE dlock_sec_app IN ROLE dlock_user;
+CREATE ROLE dlock_sec_watch IN ROLE dlock_monitor;
+CREATE ROLE dlock_sec_stats IN ROLE dlock_user, pg_read_all_stats;
+CREATE ROLE dlock_sec_admin IN ROLE dlock_admin;
+
+-- a role with no dlock role: every function and the view refused
+SET ROLE dlock_sec_nobody;
+SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
+    $$SELECT dlock_acquire('/app', 'EX', ttl => '1000 years', owner => 'squat')$$,
+    $$SELECT dlock_acquire_all(ARRAY['sec/a'])$$,
+    $$SELECT dlock_try_acquire('sec/a')$$,
+    $$SELECT dlock_convert('sec/a', 'shared')$$,
+    $$SELECT dlock_release('sec/a')$$,
+    $$SELECT dlock_renew('sec/a', owner => 'k')$$,
+    $$SELECT dlock_release_all('k')$$,
+    $$SELECT dlock_new_owner()$$,
+    $$SELECT count(*) FROM dlock.locks$$,
+    $$SELECT count(*) FROM dlock.held$$,
+    $$SELECT dlock.shown_owner('k')$$]) q;
+RESET ROLE;
+SELECT count(*) AS squatted FROM dlock.locks WHERE name = '/app';
+
+-- dlock_monitor reads the view but takes nothing
+SET ROLE dlock_sec_watch;
+SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
+    $$SELECT count(*) FROM dlock.locks$$,
+    $$SELECT dlock_acquire('sec/a')$$,
+    $$SELECT count(*) FROM dlock.queue$$]) q;
+RESET ROLE;
+
+-- dlock_user: everything a lock user does works as before
+SET ROLE dlock_sec_app;
+SELECT dlock_new_owner() AS key \gset
+SELECT dlock_acquire('sec/a') > 0 AS acquired,
+       dlock_try_acquire('sec/b', 'shared') > 0 AS tried,
+       dlock_convert('sec/b', 'exclusive') > 0 AS converted,
+       array_length(dlock_acquire_all(ARRAY['sec/c', 'sec/d']), 1) AS all_of_them,
+       dlock_acquire('sec/leased', ttl => '1 min', owner => :'key') > 0 AS leased,
+       dlock_renew('sec/leased', '2 min', owner => :'key') > now() AS renewed;
+SELECT name, mode, owner = 'md5:' || left(md5(:'key'), 12) AS fingerprint
+  FROM dlock.locks WHERE name LIKE 'sec/%' ORDER BY name;
+SELECT dlock_release('sec/a') AS released, dlock_release_all() AS rest,
+       dlock_release_all(:'key') AS leases;
+RESET ROLE;
+
+-- owner keys: shown only to dlock_admin (and superusers), no longer to
+-- members of pg_read_all_stats
+SELECT dlock_acquire('sec/secret', owner => 'the-key-of-app', ttl => '1 min') > 0 AS held;
+SET ROLE dlock_sec_stats;
+SELECT owner = 'md5:' || left(md5('the-key-of-app'), 12) AS stats_sees_fingerprint
+  FROM dlock.locks WHERE name = 'sec/secret';
+SET ROLE dlock_sec_admin;
+SELECT owner AS admin_sees_key FROM dlock.locks WHERE name = 'sec/secret';
+SELECT dlock_release('sec/secret', owner => 'the-key-of-app') AS admin_may_lock;
+RESET ROLE;
+
+-- a role's rights end when its dlock role is revoked
+REVOKE dlock_user FROM dlock_sec_app;
+SET ROLE dlock_sec_app;
+SELECT dlock_sec.outcome($$SELECT dlock_acquire('sec/a')$$) AS after_revoke;
+RESET ROLE;
+
+DROP ROLE dlock_sec_nobody, dlock_sec_app, dlock_sec_watch, dlock_sec_stats, dlock_sec_admin;
+DROP SCHEMA dlock_sec CASCADE;
+SELECT count(*) AS left_behind FROM dlock.locks WHERE name LIKE 'sec/%';
