@@ -204,6 +204,7 @@ dlock_shmem_startup(void)
 		dlock_shared->worker_latch = NULL;
 		dlock_shared->fresh = true;
 		pg_atomic_init_u64(&dlock_shared->next_seq, 1);
+		pg_atomic_init_u64(&dlock_shared->grants_generation, 1);
 		dlock_shared->nslots = MaxBackends;
 		dlock_shared->slot_size = dlock_slot_size();
 		dlock_shared->max_name_len = dlock_max_name_length;

@@ -101,6 +101,7 @@ typedef struct DLockShared
 	bool		fresh;			/* shared memory new since the last start */
 
 	pg_atomic_uint64 next_seq;
+	pg_atomic_uint64 grants_generation;	/* bumped when dlock.grants changed */
 
 	int			nslots;
 	Size		slot_size;
@@ -156,6 +157,10 @@ dlock_op_grants(DLockOp op)
 
 /* dlock_api.c */
 extern void dlock_discard_session(void);
+extern void dlock_check_name_arg(const char *name, int len);
+
+/* dlock_grants.c */
+extern void dlock_check_namespace(const char *name, int len);
 
 /* dlock_worker.c */
 extern PGDLLEXPORT void dlock_worker_main(Datum main_arg);

@@ -504,8 +504,8 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 /* Argument checks */
 
 /* Raise the error for a bad lock name, if it is one. */
-static void
-check_name(const char *name, int len)
+void
+dlock_check_name_arg(const char *name, int len)
 {
 	switch (dlock_check_name(name, len, dlock_shared->max_name_len))
 	{
@@ -554,7 +554,7 @@ arg_name(FunctionCallInfo fcinfo, int argno, const char **name, int *len)
 	t = PG_GETARG_TEXT_PP(argno);
 	*name = VARDATA_ANY(t);
 	*len = VARSIZE_ANY_EXHDR(t);
-	check_name(*name, *len);
+	dlock_check_name_arg(*name, *len);
 	return t;
 }
 
@@ -749,7 +749,10 @@ acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg,
 				int ttl_arg, int owner_arg)
 {
 	if (name_arg >= 0)
+	{
 		arg_name(fcinfo, name_arg, &req->name, &req->name_len);
+		dlock_check_namespace(req->name, req->name_len);
+	}
 	req->mode = arg_mode(fcinfo, 1);
 	req->ttl_us = arg_ttl_us(fcinfo, ttl_arg);
 	arg_owner(fcinfo, owner_arg, &req->owner, &req->owner_len);
@@ -849,7 +852,8 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 		t = DatumGetTextPP(elems[i]);
 		refs[i].p = VARDATA_ANY(t);
 		refs[i].len = VARSIZE_ANY_EXHDR(t);
-		check_name(refs[i].p, refs[i].len);
+		dlock_check_name_arg(refs[i].p, refs[i].len);
+		dlock_check_namespace(refs[i].p, refs[i].len);
 	}
 
 	/* one deterministic order: byte order, duplicates once */
@@ -925,6 +929,7 @@ dlock_convert(PG_FUNCTION_ARGS)
 	check_loaded();
 	req.op = DLOCK_OP_CONVERT;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
+	dlock_check_namespace(req.name, req.name_len);
 	req.mode = arg_mode(fcinfo, 1);
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
 	arg_owner(fcinfo, 3, &req.owner, &req.owner_len);

@@ -100,6 +100,29 @@ INSERT INTO dlock.ticket_counter VALUES (1);
 
 REVOKE ALL ON dlock.held, dlock.queue, dlock.ticket_counter FROM PUBLIC;
 
+/*
+ * Namespaces: once a grant binds a role (directly or through a role whose
+ * privileges it has), that role may lock only names under its grants.
+ * Changed through dlock_grant() / dlock_revoke(); the trigger makes every
+ * backend load the grants again once the change has committed.
+ */
+CREATE TABLE dlock.grants (
+    role        regrole     NOT NULL,
+    prefix      text        NOT NULL,   -- "/a/b": that path and below; "/": every path; "x/": flat names starting with it
+    granted_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (role, prefix)
+);
+COMMENT ON TABLE dlock.grants IS 'name prefixes each role may lock; a role with none may lock any name';
+SELECT pg_catalog.pg_extension_config_dump('dlock.grants', '');
+
+CREATE FUNCTION dlock.grants_changed() RETURNS trigger
+AS 'MODULE_PATHNAME', 'dlock_grants_changed'
+LANGUAGE C;
+CREATE TRIGGER grants_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON dlock.grants
+    FOR EACH STATEMENT EXECUTE FUNCTION dlock.grants_changed();
+REVOKE ALL ON dlock.grants FROM PUBLIC;
+
 CREATE VIEW dlock.locks AS
 SELECT h.name, h.mode, true AS granted, NULL::integer AS position,
        dlock.shown_owner(h.owner) AS owner, h.pid, h.backend_start, h.token, h.count,
@@ -116,10 +139,11 @@ SELECT q.name, q.mode, false,
 
 COMMENT ON VIEW dlock.locks IS 'dlock holders (granted) and waiters (queue position), joinable with pg_stat_activity on pid and backend_start';
 REVOKE ALL ON SCHEMA dlock FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION dlock.shown_owner(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dlock.shown_owner(text), dlock.grants_changed() FROM PUBLIC;
 GRANT USAGE ON SCHEMA dlock TO dlock_user, dlock_monitor;
 GRANT EXECUTE ON FUNCTION dlock.shown_owner(text) TO dlock_user, dlock_monitor;
 GRANT SELECT ON dlock.locks TO dlock_user, dlock_monitor;
+GRANT SELECT ON dlock.grants TO dlock_monitor;
 
 CREATE FUNCTION dlock_acquire(name text,
                               mode text DEFAULT 'exclusive',
@@ -212,3 +236,23 @@ GRANT EXECUTE ON FUNCTION
     dlock_release_all(text),
     dlock_new_owner()
   TO dlock_user;
+
+-- Namespaces (dlock.grants); run as the extension's owner, for dlock_admin.
+CREATE FUNCTION dlock_grant(prefix text, role regrole)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'dlock_grant'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION dlock_grant(text, regrole) IS
+    'let role lock the names under prefix; from its first grant on, only those; true if new';
+
+CREATE FUNCTION dlock_revoke(prefix text, role regrole)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'dlock_revoke'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION dlock_revoke(text, regrole) IS
+    'take back a grant of dlock_grant; true if it was there';
+
+REVOKE EXECUTE ON FUNCTION dlock_grant(text, regrole), dlock_revoke(text, regrole) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dlock_grant(text, regrole), dlock_revoke(text, regrole) TO dlock_admin;

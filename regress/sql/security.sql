@@ -95,6 +95,113 @@ SET ROLE dlock_sec_app;
 SELECT dlock_sec.outcome($$SELECT dlock_acquire('sec/a')$$) AS after_revoke;
 RESET ROLE;
 
-DROP ROLE dlock_sec_nobody, dlock_sec_app, dlock_sec_watch, dlock_sec_stats, dlock_sec_admin;
+-- Namespaces: once a grant binds a role, it may lock only under its grants
+CREATE ROLE dlock_sec_a IN ROLE dlock_user;
+CREATE ROLE dlock_sec_other IN ROLE dlock_user;
+CREATE ROLE dlock_sec_team;
+SELECT dlock_grant('/tenant-a', 'dlock_sec_a') AS granted,
+       dlock_grant('/tenant-a', 'dlock_sec_a') AS granted_again,
+       dlock_grant('a-jobs/', 'dlock_sec_a') AS flat_granted;
+SELECT role, prefix FROM dlock.grants ORDER BY role::text, prefix;
+
+-- a path prefix covers that path and below, segment by segment; a flat
+-- prefix covers the flat names starting with it; nothing else
+SET ROLE dlock_sec_a;
+SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
+    $$SELECT dlock_try_acquire('/tenant-a')$$,
+    $$SELECT dlock_acquire('/tenant-a/x/y', 'shared')$$,
+    $$SELECT dlock_try_acquire('a-jobs/1', ttl => '1 min', owner => 'a-key')$$,
+    $$SELECT dlock_try_acquire('/tenant-ab')$$,
+    $$SELECT dlock_try_acquire('/tenant-b/x')$$,
+    $$SELECT dlock_acquire('/app', 'EX', ttl => '1000 years', owner => 'squat')$$,
+    $$SELECT dlock_try_acquire('a-jobs')$$,
+    $$SELECT dlock_try_acquire('tenant-a')$$,
+    $$SELECT dlock_acquire_all(ARRAY['/tenant-a/1', '/app'])$$,
+    $$SELECT dlock_convert('/app', 'shared')$$,
+    $$SELECT dlock_convert('/tenant-a', 'shared')$$]) q;
+-- the intentions /tenant-a/x/y implies on / and /tenant-a were allowed, and
+-- the refused acquire_all left nothing behind
+SELECT name, mode, implied FROM dlock.locks
+ WHERE name IN ('/', '/tenant-a', '/tenant-a/x', '/tenant-a/x/y', '/tenant-a/1', '/app', 'a-jobs/1')
+ ORDER BY name, implied;
+SELECT dlock_release_all() AS released, dlock_release_all('a-key') AS released_key;
+RESET ROLE;
+
+-- a role no grant binds may lock any name; a superuser is never bound
+SET ROLE dlock_sec_other;
+SELECT dlock_sec.outcome($$SELECT dlock_try_acquire('/app')$$) AS unbound;
+SELECT dlock_release_all();
+RESET ROLE;
+SELECT dlock_sec.outcome($$SELECT dlock_try_acquire('/app')$$) AS superuser;
+SELECT dlock_release_all();
+
+-- a group's grant binds its members, from the GRANT of membership on
+SELECT dlock_grant('/team', 'dlock_sec_team');
+GRANT dlock_sec_team TO dlock_sec_other;
+SET ROLE dlock_sec_other;
+SELECT dlock_sec.outcome($$SELECT dlock_try_acquire('/team/x')$$) AS team_name,
+       dlock_sec.outcome($$SELECT dlock_try_acquire('/app')$$) AS outside;
+SELECT dlock_release_all();
+RESET ROLE;
+REVOKE dlock_sec_team FROM dlock_sec_other;
+SET ROLE dlock_sec_other;
+SELECT dlock_sec.outcome($$SELECT dlock_try_acquire('/app')$$) AS after_membership_revoked;
+SELECT dlock_release_all();
+RESET ROLE;
+
+-- a grant rolled back binds nobody; a row written directly binds at once
+BEGIN;
+SELECT dlock_grant('/only', 'dlock_sec_other');
+ROLLBACK;
+SET ROLE dlock_sec_other;
+SELECT dlock_sec.outcome($$SELECT dlock_try_acquire('/app')$$) AS after_rollback;
+SELECT dlock_release_all();
+RESET ROLE;
+INSERT INTO dlock.grants (role, prefix) VALUES ('dlock_sec_other', '/only');
+SET ROLE dlock_sec_other;
+SELECT dlock_sec.outcome($$SELECT dlock_try_acquire('/app')$$) AS after_insert;
+RESET ROLE;
+DELETE FROM dlock.grants WHERE role = 'dlock_sec_other'::regrole;
+
+-- only dlock_admin grants; nobody else writes dlock.grants; dlock_monitor
+-- reads it
+SET ROLE dlock_sec_a;
+SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
+    $$SELECT dlock_grant('/app', 'dlock_sec_a')$$,
+    $$SELECT dlock_revoke('/tenant-a', 'dlock_sec_a')$$,
+    $$INSERT INTO dlock.grants (role, prefix) VALUES ('dlock_sec_a', '/')$$,
+    $$SELECT count(*) FROM dlock.grants$$]) q;
+SET ROLE dlock_sec_watch;
+SELECT count(*) AS monitor_reads FROM dlock.grants;
+SET ROLE dlock_sec_admin;
+SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
+    $$SELECT dlock_grant('', 'dlock_sec_a')$$,
+    $$SELECT dlock_grant('/a/', 'dlock_sec_a')$$,
+    $$SELECT dlock_grant('//a', 'dlock_sec_a')$$,
+    $$SELECT dlock_grant(NULL, 'dlock_sec_a')$$,
+    $$SELECT dlock_grant('/x', NULL)$$,
+    $$SELECT dlock_grant('/x', 'no_such_role')$$]) q;
+-- "/" covers every path and no flat name
+SELECT dlock_grant('/', 'dlock_sec_other');
+SET ROLE dlock_sec_other;
+SELECT dlock_sec.outcome($$SELECT dlock_try_acquire('/any/path')$$) AS any_path,
+       dlock_sec.outcome($$SELECT dlock_try_acquire('flat')$$) AS flat;
+SELECT dlock_release_all();
+SET ROLE dlock_sec_admin;
+SELECT dlock_revoke('/', 'dlock_sec_other');
+-- revoking the last grant unbinds the role
+SELECT dlock_revoke('/tenant-a', 'dlock_sec_a') AS revoked,
+       dlock_revoke('/tenant-a', 'dlock_sec_a') AS revoked_again,
+       dlock_revoke('a-jobs/', 'dlock_sec_a') AS flat_revoked;
+RESET ROLE;
+SET ROLE dlock_sec_a;
+SELECT dlock_sec.outcome($$SELECT dlock_try_acquire('/app')$$) AS unbound_again;
+SELECT dlock_release_all();
+RESET ROLE;
+SELECT dlock_revoke('/team', 'dlock_sec_team');
+SELECT count(*) AS grants_left FROM dlock.grants;
+
+DROP ROLE dlock_sec_nobody, dlock_sec_app, dlock_sec_watch, dlock_sec_stats, dlock_sec_admin,
+          dlock_sec_a, dlock_sec_other, dlock_sec_team;
 DROP SCHEMA dlock_sec CASCADE;
 SELECT count(*) AS left_behind FROM dlock.locks WHERE name LIKE 'sec/%';
