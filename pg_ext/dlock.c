@@ -92,9 +92,9 @@ _PG_init(void)
 
 	DefineCustomIntVariable("dlock.max_ttl",
 							"Largest accepted lease; 0 means no limit.",
-							NULL,
+							"Finite by default: a lease outlives its session and its role's interest in it.",
 							&dlock_max_ttl_s,
-							0, 0, INT_MAX,
+							24 * 60 * 60, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 

@@ -54,7 +54,13 @@ SELECT q, pg_temp.outcome(q) FROM (VALUES
 
 -- the limits still admit what is within them
 SELECT pg_temp.outcome($$SELECT dlock_acquire('err/b', owner => repeat('k', 255), ttl => '1 min')$$);
-SELECT pg_temp.outcome($$SELECT dlock_acquire('err/c', ttl => '999 years')$$);
+SELECT pg_temp.outcome($$SELECT dlock_acquire('err/c', ttl => '1 day')$$);
+-- dlock.max_ttl is one day unless a superuser raises it (0: no limit)
+SHOW dlock.max_ttl;
+SELECT pg_temp.outcome($$SELECT dlock_acquire('err/e', ttl => '1 day 1 s')$$);
+SET dlock.max_ttl = 0;
+SELECT pg_temp.outcome($$SELECT dlock_acquire('err/e', ttl => '999 years')$$);
+RESET dlock.max_ttl;
 
 -- dlock.max_ttl caps leases
 SET dlock.max_ttl = '1min';

@@ -72,6 +72,16 @@ SELECT dlock_acquire('sec/a') > 0 AS acquired,
        array_length(dlock_acquire_all(ARRAY['sec/c', 'sec/d']), 1) AS all_of_them,
        dlock_acquire('sec/leased', ttl => '1 min', owner => :'key') > 0 AS leased,
        dlock_renew('sec/leased', '2 min', owner => :'key') > now() AS renewed;
+-- a lease longer than dlock.max_ttl (one day by default) is refused, and
+-- only a superuser may raise the limit; a long default_ttl is cut to it
+SELECT dlock_sec.outcome($$SELECT dlock_acquire('sec/squat', ttl => '1000 years', owner => 'squat')$$) AS long_lease;
+SELECT dlock_sec.outcome($$SET dlock.max_ttl = 0$$) AS raise_limit;
+SET dlock.default_ttl = '20d';
+SELECT dlock_acquire('sec/defaulted', owner => 'squat') > 0 AS defaulted;
+SELECT expires_at <= now() + interval '1 day 1 min' AS cut_to_max_ttl
+  FROM dlock.locks WHERE name = 'sec/defaulted';
+RESET dlock.default_ttl;
+SELECT dlock_release_all('squat');
 SELECT name, mode, owner = 'md5:' || left(md5(:'key'), 12) AS fingerprint
   FROM dlock.locks WHERE name LIKE 'sec/%' ORDER BY name;
 SELECT dlock_release('sec/a') AS released, dlock_release_all() AS rest,
