@@ -143,6 +143,8 @@ dlm_error_message(DLmError err)
 			return "a conversion of this lock by this owner is already waiting";
 		case DLM_ERR_NO_MEMORY:
 			return "out of memory in the lock manager";
+		case DLM_ERR_NOT_YOURS:
+			return "owner key is in use by another role";
 	}
 	return "unknown error";
 }
@@ -215,6 +217,13 @@ note_empty_lock(DLockManager *m, DLmLock *l)
 		l->empty_next = m->empty_locks;
 		m->empty_locks = l;
 	}
+}
+
+/* An owner with nothing held or waited for belongs to nobody yet (12). */
+static bool
+owner_in_use(const DLmOwner *o)
+{
+	return !dlm_list_empty(&o->holders) || !dlm_list_empty(&o->waiters);
 }
 
 static DLmOwner *
@@ -1709,13 +1718,26 @@ dlm_request(DLockManager *m, const DLmRequest *r, DLockTime now)
 			answer_error(m, r->requester, err);
 		return err;
 	}
+	if (r->owner_key && !r->any_role)
+	{
+		o = owner_find(m, r->owner_key, 0, 0);
+		if (o && owner_in_use(o) && o->role != r->role)
+		{
+			answer_error(m, r->requester, DLM_ERR_NOT_YOURS);
+			return DLM_ERR_NOT_YOURS;
+		}
+	}
 	if (m->broken)
 	{
 		answer_error(m, r->requester, DLM_ERR_NO_MEMORY);
 		return DLM_ERR_NO_MEMORY;
 	}
 	if (r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY || r->op == DLOCK_OP_ACQUIRE_ALL)
+	{
 		o = owner_get(m, r->owner_key, r->pid, r->session_start);
+		if (o && !owner_in_use(o))
+			o->role = r->role;	/* taken by the role that fills it */
+	}
 	else
 		o = owner_find(m, r->owner_key, r->pid, r->session_start);
 	if (!m->broken)
@@ -2041,6 +2063,8 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 		return DLM_ERR_BAD_OWNER;
 	o = owner_get(m, row->owner_key, row->owner_key ? 0 : row->pid,
 				  row->owner_key ? 0 : row->backend_start);
+	if (o && !owner_in_use(o))
+		o->role = row->role;
 	l = o ? lock_get(m, row->name, len) : NULL;
 	if (l == NULL)
 		return DLM_ERR_NO_MEMORY;

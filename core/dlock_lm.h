@@ -85,7 +85,8 @@ typedef enum DLmError
 	DLM_ERR_BAD_OWNER,			/* an owner key dlock_check_owner refuses */
 	DLM_ERR_NOT_SORTED,			/* acquire_all names not sorted and distinct */
 	DLM_ERR_CONVERSION_WAITING, /* a conversion of this lock by this owner waits */
-	DLM_ERR_NO_MEMORY			/* the allocator failed: the manager is broken */
+	DLM_ERR_NO_MEMORY,			/* the allocator failed: the manager is broken */
+	DLM_ERR_NOT_YOURS			/* the owner key holds or waits for another role */
 } DLmError;
 
 extern const char *dlm_error_message(DLmError err);
@@ -176,6 +177,13 @@ typedef struct DLmRequest
 	int64_t		ttl_us;			/* lease; 0: none (renew: the lease's own) */
 	int64_t		max_ttl_us;		/* renew: clamp; 0: none */
 	DLockTime	timeout_at;		/* kept with a waiter; the caller withdraws */
+	/*
+	 * The role that asks (the adapter's user id).  An owner key that holds
+	 * or waits for something belongs to the role that made it (12): another
+	 * role's request with it is refused, unless any_role (an administrator).
+	 */
+	uint32_t	role;
+	bool		any_role;
 } DLmRequest;
 
 /* Where a holder or waiter stands against the store. */
@@ -196,6 +204,7 @@ struct DLmOwner
 	const char *key;			/* owner key; NULL: a session */
 	int32_t		pid;			/* a session: its process */
 	int64_t		session_start;
+	uint32_t	role;			/* the role whose request made it (12) */
 	/* private */
 	DLmHashNode hash_node;
 	DLmList		holders;		/* DLmHolder.owner_link */
@@ -316,6 +325,7 @@ typedef struct DLmHolderRow
 	DLockTime	granted_at;
 	DLockTime	expires_at;
 	int64_t		ttl_us;
+	uint32_t	role;			/* its owner's role (the first row loaded says) */
 } DLmHolderRow;
 
 /* A stored holder row into the picture (as stored: nothing to write). */

@@ -20,6 +20,7 @@ typedef struct MOwner
 	char	   *key;			/* NULL: a session */
 	int32_t		pid;
 	int64_t		start;
+	uint32_t	role;			/* the role that filled it last (12) */
 } MOwner;
 
 typedef struct MLock
@@ -318,6 +319,19 @@ owner_get(Model *m, const char *key, int32_t pid, int64_t start)
 		m->cin_recheck = m->cowners;
 	}
 	return i;
+}
+
+/* 12: an owner that holds or waits for something is its role's */
+static bool
+owner_in_use(const Model *m, int owner)
+{
+	for (int i = 0; i < m->nholders; i++)
+		if (m->holders[i].live && m->holders[i].owner == owner)
+			return true;
+	for (int i = 0; i < m->nwaiters; i++)
+		if (m->waiters[i].live && m->waiters[i].owner == owner)
+			return true;
+	return false;
 }
 
 static int
@@ -1643,6 +1657,16 @@ model_request(Model *m, const DLmRequest *r, DLockTime now)
 		answer(m, requester, DLOCK_STATUS_ERROR)->error = err;
 		return;
 	}
+	if (r->owner_key && !r->any_role)
+	{
+		int			k = owner_find(m, r->owner_key, 0, 0);
+
+		if (k >= 0 && owner_in_use(m, k) && m->owners[k].role != r->role)
+		{
+			answer(m, r->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_NOT_YOURS;
+			return;
+		}
+	}
 	if (r->op == DLOCK_OP_RELEASE_ALL)
 	{
 		int			o = owner_find(m, r->owner_key, r->pid, r->session_start);
@@ -1653,6 +1677,9 @@ model_request(Model *m, const DLmRequest *r, DLockTime now)
 		return;
 	}
 	owner = owner_get(m, r->owner_key, r->pid, r->session_start);
+	if ((r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY || r->op == DLOCK_OP_ACQUIRE_ALL) &&
+		!owner_in_use(m, owner))
+		m->owners[owner].role = r->role;
 	switch (r->op)
 	{
 		case DLOCK_OP_ACQUIRE:

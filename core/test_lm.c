@@ -309,6 +309,8 @@ static const char *const *U;	/* the names the test uses */
 static int	nU;
 static size_t max_name_len = 1024;
 static DLockTime req_timeout;	/* the next request's timeout_at */
+static uint32_t req_role;		/* every request's role (12) ... */
+static bool req_any_role;		/* ... and whether it may act for any role */
 
 static DLmConfig
 config(int nreq, int64_t reserve)
@@ -656,6 +658,8 @@ submit(DLockOp op, int requester, int session, const char *key, int mode,
 	r.max_ttl_us = max_ttl;
 	r.timeout_at = req_timeout;
 	req_timeout = 0;
+	r.role = req_role;
+	r.any_role = req_any_role;
 	begin_event();
 	dlm_request(M, &r, NOW);
 	after_event();
@@ -825,6 +829,125 @@ test_basic(void)
 	rel(2, "K", "y");
 	CHECK_ST(2, RELEASED);
 	CHECK(dlm_lookup(M, "y") == NULL);
+	teardown();
+}
+
+#define CHECK_NOT_YOURS(c) \
+	do { \
+		CHECK_ST(c, ERROR); \
+		CHECK_EQ(recs[c].error, DLM_ERR_NOT_YOURS); \
+	} while (0)
+
+/*
+ * 12: an owner key in use belongs to the role that filled it: another
+ * role's every kind of request with it is refused and changes nothing;
+ * any_role may act; an emptied key goes to the next role; loading gives
+ * the row's role.
+ */
+static void
+test_owner_role(void)
+{
+	static const char *const u[] = {"x", "y", "z"};
+	DLmHolder  *h;
+	DLmHolderRow row;
+
+	setup(8, 1000000, 1);
+	use(u, 3);
+	NOW = 10;
+	req_role = 1;
+	acq(0, "K", "x", EX, 1000000);
+	CHECK_ST(0, GRANTED);
+	h = NH("x", "K", 0);
+	CHECK(h != NULL && h->owner->role == 1);
+
+	req_role = 2;
+	rel(1, "K", "x");
+	CHECK_NOT_YOURS(1);
+	renew(1, "K", "x", 5000000, 0);
+	CHECK_NOT_YOURS(1);
+	conv(1, "K", "x", PR);
+	CHECK_NOT_YOURS(1);
+	acq(1, "K", "y", EX, 1000000);
+	CHECK_NOT_YOURS(1);
+	CHECK(dlm_lookup(M, "y") == NULL);
+	try_acq(1, "K", "x", EX, 1000000);
+	CHECK_NOT_YOURS(1);
+	relall(1, "K");
+	CHECK_NOT_YOURS(1);
+	h = NH("x", "K", 0);
+	CHECK(h != NULL && h->count == 1 && h->mode == EX && h->expires_at == 10 + 1000000);
+	CHECK(dlm_touched_holders(M) == NULL);
+
+	/* an administrator acts with it; the owner keeps its role */
+	req_any_role = true;
+	renew(1, "K", "x", 5000000, 0);
+	CHECK_ST(1, RENEWED);
+	acq(1, "K", "y", EX, 1000000);
+	CHECK_ST(1, GRANTED);
+	h = NH("y", "K", 0);
+	CHECK(h != NULL && h->owner->role == 1);
+	req_any_role = false;
+	req_role = 1;
+	relall(0, "K");
+	CHECK_ST(0, COUNT);
+	CHECK_EQ(recs[0].count, 2);
+
+	/* emptied, the key is anybody's: role 2 fills it and role 1 is refused */
+	req_role = 2;
+	acq(1, "K", "x", EX, 1000000);
+	CHECK_ST(1, GRANTED);
+	h = NH("x", "K", 0);
+	CHECK(h != NULL && h->owner->role == 2);
+	req_role = 1;
+	rel(0, "K", "x");
+	CHECK_NOT_YOURS(0);
+
+	/* a waiting request alone puts a key in use */
+	acq(2, NULL, "z", EX, 0);
+	CHECK_ST(2, GRANTED);
+	acq(3, "W", "z", EX, 1000000);
+	CHECK_ST(3, QUEUED);
+	req_role = 2;
+	relall(4, "W");
+	CHECK_NOT_YOURS(4);
+	CHECK(dlm_waiter_of(M, 3) != NULL);
+	/* a session's own requests are never refused for its role */
+	rel(2, NULL, "z");
+	CHECK_ST(2, RELEASED);
+	CHECK_ST(3, GRANTED);
+	req_role = 1;
+	relall(3, "W");
+	req_role = 2;
+	relall(1, "K");
+	CHECK_ST(1, COUNT);
+	teardown();
+
+	/* loading: the owner gets its first row's role */
+	setup(8, 100, 1);
+	dlm_set_counter(M, 5000);
+	cur_hi = 5000;
+	memset(&row, 0, sizeof(row));
+	row.name = "x";
+	row.owner_key = "L";
+	row.pid = 50;
+	row.backend_start = 500;
+	row.mode = EX;
+	row.count = 1;
+	row.token = 4000;
+	row.granted_at = 10;
+	row.expires_at = 10000;
+	row.ttl_us = 5000;
+	row.role = 7;
+	CHECK_EQ(dlm_load_holder(M, &row), DLM_OK);
+	dlm_settle(M);
+	NOW = 20;
+	req_role = 8;
+	rel(0, "L", "x");
+	CHECK_NOT_YOURS(0);
+	req_role = 7;
+	rel(0, "L", "x");
+	CHECK_ST(0, RELEASED);
+	req_role = 0;
 	teardown();
 }
 
@@ -3474,6 +3597,7 @@ main(int argc, char **argv)
 	(void) argv;
 	RUN(test_basic);
 	RUN(test_fifo);
+	RUN(test_owner_role);
 	RUN(test_shared_run);
 	RUN(test_try);
 	RUN(test_reentrant);

@@ -96,6 +96,8 @@ typedef struct Event
 	const char *names[4];
 	int64_t		ttl;
 	int64_t		max_ttl;
+	uint32_t	role;			/* 12: who asks, and ... */
+	bool		any_role;		/* ... whether it may act for any role */
 	/* withdraw */
 	int			nreqs;
 	int			reqs[NREQ];
@@ -1141,6 +1143,8 @@ to_request(const Event *e, DLmRequest *r)
 	r->ttl_us = e->ttl;
 	r->max_ttl_us = e->max_ttl;
 	r->timeout_at = 0;
+	r->role = e->role;
+	r->any_role = e->any_role;
 }
 
 /* Can the event run now?  (A requester with a waiting request asks nothing.) */
@@ -1624,6 +1628,9 @@ gen_event(Gen *g, const Model *m, Event *e)
 		e->pid = g->pid[r];
 		e->start = g->start[r];
 		e->key = rnd(&g->rng, 100) < g->key_pct ? KEYS[rnd(&g->rng, NKEYS)] : NULL;
+		/* mostly one role, so keys stay shared; sometimes another, or any */
+		e->role = rnd(&g->rng, 4) == 0 ? 2 + (uint32_t) (r % 2) : 1;
+		e->any_role = rnd(&g->rng, 16) == 0;
 		e->mode = gen_mode(g);
 		e->ttl = rnd(&g->rng, 100) < g->ttl_pct ? UNIT * (1 + rnd(&g->rng, 8)) : 0;
 		nheld = held_names(m, e->key, e->pid, e->start, held);
@@ -1902,6 +1909,10 @@ print_event_c(const Event *e)
 					printf(", .ttl_us = %" PRId64, e->ttl);
 				if (e->max_ttl)
 					printf(", .max_ttl_us = %" PRId64, e->max_ttl);
+				if (e->role)
+					printf(", .role = %u", (unsigned) e->role);
+				if (e->any_role)
+					printf(", .any_role = true");
 				printf("};\n\n\t\tdlm_request(m, &r, %" PRId64 ");\n\t}\n", e->now);
 				break;
 			}

@@ -77,6 +77,8 @@ typedef struct DLockSlot
 	int			name_len;		/* bytes of all names, each NUL-terminated */
 	int			nnames;			/* names, sorted and distinct */
 	int			owner_len;		/* 0: the session is the owner */
+	Oid			role;			/* the user that asked (GetUserId) */
+	bool		any_role;		/* a dlock_admin: may use another role's key */
 
 	/* set by the worker once the request waits in the queue (committed) */
 	int64		ticket;
@@ -161,6 +163,7 @@ extern void dlock_check_name_arg(const char *name, int len);
 
 /* dlock_grants.c */
 extern void dlock_check_namespace(const char *name, int len);
+extern bool dlock_is_admin(Oid user);
 
 /* dlock_worker.c */
 extern PGDLLEXPORT void dlock_worker_main(Datum main_arg);

@@ -64,6 +64,7 @@ typedef struct DLockRequest
 	int			nnames;			/* acquire_all: how many; else 1 */
 	const char *owner;			/* NULL: the session */
 	int			owner_len;
+	bool		undo;			/* release a grant this session was not told of */
 } DLockRequest;
 
 typedef struct DLockReply
@@ -382,6 +383,9 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->owner_len = req->owner ? req->owner_len : 0;
 	if (req->owner)
 		memcpy(dlock_slot_owner(slot), req->owner, req->owner_len);
+	slot->role = GetUserId();
+	/* an undo is of this session's own grant, whoever owns the key now */
+	slot->any_role = req->undo || (req->owner && dlock_is_admin(slot->role));
 	slot->ticket = 0;
 	slot->status = DLOCK_STATUS_NONE;
 	slot->cancel = false;
@@ -400,6 +404,7 @@ submit_undo(DLockSlot *slot, const DLockRequest *granted)
 
 	undo.op = DLOCK_OP_RELEASE;
 	undo.timeout_at = 0;
+	undo.undo = true;
 	submit(slot, &undo);
 }
 
@@ -705,6 +710,12 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 	switch (reply->status)
 	{
 		case DLOCK_STATUS_ERROR:
+			if (reply->count == DLM_ERR_NOT_YOURS)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("owner key is in use by another role"),
+						 errdetail("An owner key that holds or waits for locks serves only the role that took them (and dlock_admin)."),
+						 errhint("Take a key of your own with dlock_new_owner().")));
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
 					 errmsg("dlock lock manager failed: %s", reply->errmsg)));

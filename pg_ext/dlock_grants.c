@@ -41,6 +41,7 @@
 PG_FUNCTION_INFO_V1(dlock_grant);
 PG_FUNCTION_INFO_V1(dlock_revoke);
 PG_FUNCTION_INFO_V1(dlock_grants_changed);
+PG_FUNCTION_INFO_V1(dlock_visible);
 
 typedef struct Prefix
 {
@@ -54,6 +55,8 @@ static Oid	cache_user = InvalidOid;
 static uint64 cache_generation = 0;
 static Prefix *cache_prefixes = NULL;
 static int	cache_n = 0;			/* 0: the user is bound by no grant */
+
+static bool has_role_named(Oid user, const char *role);
 
 static bool bump_at_commit = false;
 static bool callbacks_registered = false;
@@ -204,25 +207,74 @@ under_prefix(const char *name, int len, const Prefix *g)
  *		path implies on its ancestors are not names the caller asked for:
  *		they are not checked.
  */
-void
-dlock_check_namespace(const char *name, int len)
+/* Whether the user's grants cover the name; -1 if no grant binds the user. */
+static int
+granted(Oid user, const char *name, int len)
 {
-	Oid			user = GetUserId();
 	uint64		generation = pg_atomic_read_u64(&dlock_shared->grants_generation);
 
 	if (!cache_valid || cache_user != user || cache_generation != generation)
 		load_grants(user, generation);
 	if (cache_n == 0)
-		return;
+		return -1;
 	for (int i = 0; i < cache_n; i++)
 		if (under_prefix(name, len, &cache_prefixes[i]))
-			return;
+			return 1;
+	return 0;
+}
+
+void
+dlock_check_namespace(const char *name, int len)
+{
+	Oid			user = GetUserId();
+
+	if (granted(user, name, len) != 0)
+		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied for lock \"%s\"", pnstrdup(name, len)),
 			 errdetail("Role \"%s\" may lock only names under its dlock grants (dlock.grants).",
 					   GetUserNameFromId(user, false)),
 			 errhint("A member of dlock_admin can grant a prefix with dlock_grant().")));
+}
+
+/*
+ * dlock_is_admin
+ *		Whether the user has dlock_admin's privileges (superusers have): it
+ *		may then use another role's owner key.
+ */
+bool
+dlock_is_admin(Oid user)
+{
+	return has_role_named(user, "dlock_admin");
+}
+
+static bool
+has_role_named(Oid user, const char *role)
+{
+	Oid			r = get_role_oid(role, true);
+
+	return superuser_arg(user) || (OidIsValid(r) && has_privs_of_role(user, r));
+}
+
+/*
+ * dlock.visible(name, role)
+ *		Whether the current user sees a row of dlock.locks taken by role:
+ *		its own (a role whose privileges it has), every row for dlock_monitor
+ *		and dlock_admin, and rows under the prefixes granted to it.
+ */
+Datum
+dlock_visible(PG_FUNCTION_ARGS)
+{
+	Oid			user = GetUserId();
+	text	   *name;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_BOOL(false);
+	name = PG_GETARG_TEXT_PP(0);
+	if (has_privs_of_role(user, PG_GETARG_OID(1)) || has_role_named(user, "dlock_monitor"))
+		PG_RETURN_BOOL(true);
+	PG_RETURN_BOOL(granted(user, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) == 1);
 }
 
 /* trigger on dlock.grants: whoever changes it, backends load it again */

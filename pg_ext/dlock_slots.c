@@ -88,6 +88,7 @@ slots_fail_isolated(int slotno, const char *message)
 	if (slot->state == DLOCK_SLOT_ACCEPTED)
 	{
 		slot->status = DLOCK_STATUS_ERROR;
+		slot->count = DLM_OK;	/* not the lock manager's refusal */
 		copy_message(slot->errmsg, message);
 		slot->state = slot->abandoned ? DLOCK_SLOT_FREE : DLOCK_SLOT_DONE;
 		slot->abandoned = false;
@@ -215,6 +216,7 @@ dlock_on_answer(void *arg, int slotno, const DLmAnswer *a)
 			break;
 		case DLOCK_STATUS_ERROR:
 			answer_error(slotno, DLOCK_STATUS_ERROR, dlm_error_message(a->error));
+			outcome_of(slotno)->count = a->error;	/* which refusal */
 			break;
 		case DLOCK_STATUS_MODE_HELD:
 			/* which name (in token) and its held mode (in count) */
@@ -358,6 +360,8 @@ copy_request(DLockSlot *slot, int slotno, Request *r)
 	r->timeout_at = slot->timeout_at;
 	r->pid = slot->pid;
 	r->session_start = slot->session_start;
+	r->role = slot->role;
+	r->any_role = slot->any_role;
 	/* several names, NUL-separated: acquire_all, or a release undoing one */
 	r->nnames = slot->nnames;
 	r->names = palloc(sizeof(char *) * r->nnames);

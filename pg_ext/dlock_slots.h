@@ -31,6 +31,8 @@ typedef struct Request
 	char	  **names;			/* acquire_all: all, sorted */
 	int			nnames;
 	char	   *owner;			/* NULL: the session */
+	Oid			role;			/* the user that asked */
+	bool		any_role;		/* may use another role's owner key */
 	/* for a session that ended: where its last request stood */
 	DLockSlotState state;
 	DLockStatus status;

@@ -55,13 +55,14 @@ typedef enum StorePlan
 static const char *const plan_sql[NUM_PLANS] = {
 	[PLAN_HELD_INSERT] =
 	"INSERT INTO dlock.held (token, name, owner, pid, backend_start, mode, count,"
-	" granted_at, expires_at, ttl, implied)"
+	" granted_at, expires_at, ttl, implied, role)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.int4[]),"
 	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.timestamptz[]),"
-	" pg_catalog.unnest($10::pg_catalog.interval[]), pg_catalog.unnest($11::pg_catalog.bool[]))",
+	" pg_catalog.unnest($10::pg_catalog.interval[]), pg_catalog.unnest($11::pg_catalog.bool[]),"
+	" pg_catalog.unnest($12::pg_catalog.regrole[]))",
 	[PLAN_HELD_UPDATE] =
 	"UPDATE dlock.held h SET count = u.count, expires_at = u.expires_at, ttl = u.ttl,"
 	" token = u.token, mode = u.mode"
@@ -76,41 +77,46 @@ static const char *const plan_sql[NUM_PLANS] = {
 	[PLAN_HELD_REPLACE] =
 	"UPDATE dlock.held h SET token = u.token, name = u.name, owner = u.owner, pid = u.pid,"
 	" backend_start = u.backend_start, mode = u.mode, count = u.count,"
-	" granted_at = u.granted_at, expires_at = u.expires_at, ttl = u.ttl, implied = u.implied"
+	" granted_at = u.granted_at, expires_at = u.expires_at, ttl = u.ttl, implied = u.implied,"
+	" role = u.role"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.int8[]),"
 	" pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),"
 	" pg_catalog.unnest($5::pg_catalog.int4[]), pg_catalog.unnest($6::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($7::pg_catalog.text[]), pg_catalog.unnest($8::pg_catalog.int4[]),"
 	" pg_catalog.unnest($9::pg_catalog.timestamptz[]), pg_catalog.unnest($10::pg_catalog.timestamptz[]),"
-	" pg_catalog.unnest($11::pg_catalog.interval[]), pg_catalog.unnest($12::pg_catalog.bool[]))"
+	" pg_catalog.unnest($11::pg_catalog.interval[]), pg_catalog.unnest($12::pg_catalog.bool[]),"
+	" pg_catalog.unnest($13::pg_catalog.regrole[]))"
 	" AS u(old_token, token, name, owner, pid, backend_start, mode, count, granted_at,"
-	" expires_at, ttl, implied)"
+	" expires_at, ttl, implied, role)"
 	" WHERE h.token OPERATOR(pg_catalog.=) u.old_token",
 	[PLAN_QUEUE_INSERT] =
 	"INSERT INTO dlock.queue (ticket, name, owner, pid, backend_start, mode, since,"
-	" timeout_at, ttl, conversion, implied)"
+	" timeout_at, ttl, conversion, implied, role)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.interval[]),"
-	" pg_catalog.unnest($10::pg_catalog.bool[]), pg_catalog.unnest($11::pg_catalog.bool[]))",
+	" pg_catalog.unnest($10::pg_catalog.bool[]), pg_catalog.unnest($11::pg_catalog.bool[]),"
+	" pg_catalog.unnest($12::pg_catalog.regrole[]))",
 	[PLAN_QUEUE_DELETE] =
 	"DELETE FROM dlock.queue WHERE ticket OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
 	[PLAN_QUEUE_REPLACE] =
 	"UPDATE dlock.queue q SET ticket = u.ticket, name = u.name, owner = u.owner, pid = u.pid,"
 	" backend_start = u.backend_start, mode = u.mode, since = u.since,"
-	" timeout_at = u.timeout_at, ttl = u.ttl, conversion = u.conversion, implied = u.implied"
+	" timeout_at = u.timeout_at, ttl = u.ttl, conversion = u.conversion, implied = u.implied,"
+	" role = u.role"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.int8[]),"
 	" pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),"
 	" pg_catalog.unnest($5::pg_catalog.int4[]), pg_catalog.unnest($6::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($7::pg_catalog.text[]), pg_catalog.unnest($8::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($9::pg_catalog.timestamptz[]), pg_catalog.unnest($10::pg_catalog.interval[]),"
-	" pg_catalog.unnest($11::pg_catalog.bool[]), pg_catalog.unnest($12::pg_catalog.bool[]))"
+	" pg_catalog.unnest($11::pg_catalog.bool[]), pg_catalog.unnest($12::pg_catalog.bool[]),"
+	" pg_catalog.unnest($13::pg_catalog.regrole[]))"
 	" AS u(old_ticket, ticket, name, owner, pid, backend_start, mode, since, timeout_at,"
-	" ttl, conversion, implied)"
+	" ttl, conversion, implied, role)"
 	" WHERE q.ticket OPERATOR(pg_catalog.=) u.old_ticket",
 	[PLAN_COUNTER] =
 	"UPDATE dlock.ticket_counter SET hi = $1",
@@ -332,7 +338,7 @@ dlock_store_load_held(dlock_held_row_cb cb)
 	SPIPlanPtr	plan;
 
 	plan = SPI_prepare("SELECT token, name, owner, pid, backend_start, mode, count,"
-					   " granted_at, expires_at, ttl, implied FROM dlock.held", 0, NULL);
+					   " granted_at, expires_at, ttl, implied, role FROM dlock.held", 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
@@ -345,14 +351,14 @@ dlock_store_load_held(dlock_held_row_cb cb)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[i];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull[11];
-			Datum		v[11];
+			bool		isnull[12];
+			Datum		v[12];
 			char	   *name;
 			char	   *owner;
 			char	   *mode;
 			DLmHolderRow row;
 
-			for (int c = 0; c < 11; c++)
+			for (int c = 0; c < 12; c++)
 				v[c] = SPI_getbinval(tup, desc, c + 1, &isnull[c]);
 			name = TextDatumGetCString(v[1]);
 			owner = isnull[2] ? NULL : TextDatumGetCString(v[2]);
@@ -368,6 +374,7 @@ dlock_store_load_held(dlock_held_row_cb cb)
 			row.expires_at = isnull[8] ? 0 : DatumGetTimestampTz(v[8]);
 			row.ttl_us = isnull[9] ? 0 : interval_us(v[9]);
 			row.implied = DatumGetBool(v[10]);
+			row.role = isnull[11] ? InvalidOid : DatumGetObjectId(v[11]);
 			cb(&row);
 			pfree(name);
 			pfree(mode);
@@ -399,6 +406,7 @@ static const Oid held_types[] = {
 	TIMESTAMPTZOID,				/* expires_at */
 	INTERVALOID,				/* ttl */
 	BOOLOID,					/* implied */
+	REGROLEOID,					/* role */
 };
 static const Oid queue_types[] = {
 	INT8OID,					/* ticket */
@@ -412,6 +420,7 @@ static const Oid queue_types[] = {
 	INTERVALOID,				/* ttl */
 	BOOLOID,					/* conversion */
 	BOOLOID,					/* implied */
+	REGROLEOID,					/* role */
 };
 
 /* ---------------------------------------------------------------------
@@ -628,10 +637,10 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 {
 	int			nh = 0;
 	int			nw = 0;
-	Column		hi[11];
+	Column		hi[lengthof(held_types)];
 	Column		hu[6];
 	Column		hd[1];
-	Column		qi[11];
+	Column		qi[lengthof(queue_types)];
 	Column		qd[1];
 	EState	   *estate;
 	DirectTable table;
@@ -671,6 +680,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			column_add(&hi[8], TimestampTzGetDatum(h->expires_at), h->expires_at == 0);
 			column_add(&hi[9], interval_datum(h->ttl_us), h->ttl_us == 0);
 			column_add(&hi[10], BoolGetDatum(h->implied), false);
+			column_add(&hi[11], ObjectIdGetDatum(h->owner->role), false);
 		}
 		else if (h->p.dirty)
 		{
@@ -708,6 +718,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			column_add(&qi[8], interval_datum(w->ttl_us), w->ttl_us == 0);
 			column_add(&qi[9], BoolGetDatum(w->holder != NULL), false);
 			column_add(&qi[10], BoolGetDatum(w->implied), false);
+			column_add(&qi[11], ObjectIdGetDatum(w->owner->role), false);
 		}
 	}
 
@@ -725,7 +736,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 		{
 			if (hu[0].n > 0)
 				run_plan(PLAN_HELD_UPDATE, hu, 6, hu[0].n);
-			write_rows(PLAN_HELD_DELETE, PLAN_HELD_REPLACE, PLAN_HELD_INSERT, hd, hi, 11);
+			write_rows(PLAN_HELD_DELETE, PLAN_HELD_REPLACE, PLAN_HELD_INSERT, hd, hi, lengthof(hi));
 		}
 	}
 	if (qd[0].n + qi[0].n > 0)
@@ -736,7 +747,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			direct_close(&table);
 		}
 		else
-			write_rows(PLAN_QUEUE_DELETE, PLAN_QUEUE_REPLACE, PLAN_QUEUE_INSERT, qd, qi, 11);
+			write_rows(PLAN_QUEUE_DELETE, PLAN_QUEUE_REPLACE, PLAN_QUEUE_INSERT, qd, qi, lengthof(qi));
 	}
 	FreeExecutorState(estate);
 }

@@ -358,6 +358,7 @@ session_gone(Request *last, TimestampTz now)
 		undo.owner_key = last->owner;
 		undo.pid = last->pid;
 		undo.session_start = last->session_start;
+		undo.any_role = true;	/* the session's own grant, whoever owns the key now */
 		undo.names = (const char *const *) last->names;
 		undo.nnames = last->nnames;
 		(void) dlm_request(lock_manager, &undo, now);
@@ -382,6 +383,8 @@ execute(Request *r, TimestampTz now)
 	q.ttl_us = r->ttl_us;
 	q.max_ttl_us = r->max_ttl_us;
 	q.timeout_at = r->timeout_at;
+	q.role = r->role;
+	q.any_role = r->any_role;
 	/* an error is answered to the request (on_answer) */
 	(void) dlm_request(lock_manager, &q, now);
 }

@@ -58,7 +58,8 @@ CREATE TABLE dlock.held (
     granted_at     timestamptz NOT NULL,
     expires_at     timestamptz,            -- NULL: no lease
     ttl            interval,
-    implied        boolean     NOT NULL DEFAULT false  -- an intention for a path below
+    implied        boolean     NOT NULL DEFAULT false, -- an intention for a path below
+    role           regrole     NOT NULL                -- whose it is: the role that took the owner
 );
 
 -- Waiters: one row per queued request, FIFO by ticket.
@@ -73,24 +74,31 @@ CREATE TABLE dlock.queue (
     timeout_at     timestamptz,
     ttl            interval,
     conversion     boolean     NOT NULL DEFAULT false, -- a holder's up-conversion
-    implied        boolean     NOT NULL DEFAULT false  -- an intention part of a path request
+    implied        boolean     NOT NULL DEFAULT false, -- an intention part of a path request
+    role           regrole     NOT NULL                -- whose it is: the role that took the owner
 );
 
 /*
- * An owner key is what guards release: show it only to dlock_admin (and
- * superusers); others see a fingerprint they can match against their own
- * key (md5 of the key, first 12 hex digits).
+ * An owner key is what guards release: shown only to the role that took it
+ * (and the roles that have its privileges) and to dlock_admin; nobody else
+ * sees the key or anything derived from it.
  */
-CREATE FUNCTION dlock.shown_owner(key text) RETURNS text
+CREATE FUNCTION dlock.shown_owner(key text, role regrole) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog
 AS $$
     SELECT CASE
         WHEN key IS NULL THEN NULL
-        WHEN pg_catalog.pg_has_role(current_user, 'dlock_admin', 'MEMBER') THEN key
-        ELSE 'md5:' || pg_catalog.left(pg_catalog.md5(key), 12)
+        WHEN pg_catalog.pg_has_role(current_user, role, 'USAGE') THEN key
+        WHEN pg_catalog.pg_has_role(current_user, 'dlock_admin', 'USAGE') THEN key
+        ELSE NULL
     END
 $$;
+
+-- Which rows of dlock.locks the current user sees (dlock_grants.c).
+CREATE FUNCTION dlock.visible(name text, role regrole) RETURNS boolean
+AS 'MODULE_PATHNAME', 'dlock_visible'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
 
 -- Tickets below hi may have been handed out: a restarted worker starts at hi.
 CREATE TABLE dlock.ticket_counter (
@@ -125,23 +133,30 @@ REVOKE ALL ON dlock.grants FROM PUBLIC;
 
 CREATE VIEW dlock.locks AS
 SELECT h.name, h.mode, true AS granted, NULL::integer AS position,
-       dlock.shown_owner(h.owner) AS owner, h.pid, h.backend_start, h.token, h.count,
+       dlock.shown_owner(h.owner, h.role) AS owner, h.pid, h.backend_start, h.token, h.count,
        h.granted_at AS since, h.expires_at, NULL::timestamptz AS timeout_at,
-       false AS conversion, h.implied
+       false AS conversion, h.implied, h.owner IS NOT NULL AS keyed, h.role
   FROM dlock.held h
+ WHERE dlock.visible(h.name, h.role)
 UNION ALL
-SELECT q.name, q.mode, false,
-       (pg_catalog.row_number() OVER (PARTITION BY q.name
-                                      ORDER BY q.conversion DESC, q.ticket))::integer,
-       dlock.shown_owner(q.owner), q.pid, q.backend_start, q.ticket, NULL::integer,
-       q.since, NULL::timestamptz, q.timeout_at, q.conversion, q.implied
-  FROM dlock.queue q;
+SELECT q.name, q.mode, false, q.position,
+       dlock.shown_owner(q.owner, q.role), q.pid, q.backend_start, q.ticket, NULL::integer,
+       q.since, NULL::timestamptz, q.timeout_at, q.conversion, q.implied,
+       q.owner IS NOT NULL, q.role
+  FROM (SELECT q.*,
+               (pg_catalog.row_number() OVER (PARTITION BY q.name
+                                              ORDER BY q.conversion DESC, q.ticket))::integer
+                   AS position
+          FROM dlock.queue q) q
+ WHERE dlock.visible(q.name, q.role);
 
 COMMENT ON VIEW dlock.locks IS 'dlock holders (granted) and waiters (queue position), joinable with pg_stat_activity on pid and backend_start';
 REVOKE ALL ON SCHEMA dlock FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION dlock.shown_owner(text), dlock.grants_changed() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dlock.shown_owner(text, regrole), dlock.visible(text, regrole),
+    dlock.grants_changed() FROM PUBLIC;
 GRANT USAGE ON SCHEMA dlock TO dlock_user, dlock_monitor;
-GRANT EXECUTE ON FUNCTION dlock.shown_owner(text) TO dlock_user, dlock_monitor;
+GRANT EXECUTE ON FUNCTION dlock.shown_owner(text, regrole), dlock.visible(text, regrole)
+    TO dlock_user, dlock_monitor;
 GRANT SELECT ON dlock.locks TO dlock_user, dlock_monitor;
 GRANT SELECT ON dlock.grants TO dlock_monitor;
 

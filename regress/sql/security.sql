@@ -82,18 +82,52 @@ SELECT expires_at <= now() + interval '1 day 1 min' AS cut_to_max_ttl
   FROM dlock.locks WHERE name = 'sec/defaulted';
 RESET dlock.default_ttl;
 SELECT dlock_release_all('squat');
-SELECT name, mode, owner = 'md5:' || left(md5(:'key'), 12) AS fingerprint
+SELECT name, mode, owner = :'key' AS own_key_shown, keyed, role
   FROM dlock.locks WHERE name LIKE 'sec/%' ORDER BY name;
 SELECT dlock_release('sec/a') AS released, dlock_release_all() AS rest,
        dlock_release_all(:'key') AS leases;
 RESET ROLE;
 
--- owner keys: shown only to dlock_admin (and superusers), no longer to
--- members of pg_read_all_stats
+-- owner keys belong to the role that took them: another role that knows
+-- the key can neither release, renew, convert nor take more with it, and
+-- does not see the lock; dlock_admin may use any key
+CREATE ROLE dlock_sec_evil IN ROLE dlock_user;
+SET ROLE dlock_sec_app;
+SELECT dlock_acquire('sec/job', ttl => '1 min', owner => 'job7') > 0 AS app_took;
+SELECT owner, keyed, role FROM dlock.locks WHERE name = 'sec/job';
+SET ROLE dlock_sec_evil;
+SELECT count(*) AS evil_sees FROM dlock.locks WHERE name = 'sec/job';
+SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
+    $$SELECT dlock_release('sec/job', owner => 'job7')$$,
+    $$SELECT dlock_renew('sec/job', '1 hour', owner => 'job7')$$,
+    $$SELECT dlock_convert('sec/job', 'shared', owner => 'job7')$$,
+    $$SELECT dlock_acquire('sec/job', ttl => '1 min', owner => 'job7')$$,
+    $$SELECT dlock_try_acquire('sec/other', owner => 'job7')$$,
+    $$SELECT dlock_acquire_all(ARRAY['sec/x', 'sec/y'], owner => 'job7')$$,
+    $$SELECT dlock_release_all('job7')$$]) q;
+SET ROLE dlock_sec_watch;
+SELECT owner IS NULL AS monitor_sees_no_key, keyed, role FROM dlock.locks WHERE name = 'sec/job';
+SET ROLE dlock_sec_app;
+SELECT count, expires_at < now() + interval '2 min' AS lease_untouched
+  FROM dlock.locks WHERE name = 'sec/job';
+SET ROLE dlock_sec_admin;
+SELECT dlock_renew('sec/job', '2 min', owner => 'job7') > now() AS admin_renewed,
+       dlock_release('sec/job', owner => 'job7') AS admin_released;
+-- a key that holds and waits for nothing belongs to nobody: the next role
+-- to take a lock with it owns it
+SET ROLE dlock_sec_evil;
+SELECT dlock_try_acquire('sec/job', ttl => '1 min', owner => 'job7') > 0 AS free_key_taken;
+SET ROLE dlock_sec_app;
+SELECT dlock_sec.outcome($$SELECT dlock_release('sec/job', owner => 'job7')$$) AS app_now_refused;
+SET ROLE dlock_sec_evil;
+SELECT dlock_release_all('job7') AS evil_released;
+RESET ROLE;
+
+-- owner keys: shown only to their role and dlock_admin, not to members of
+-- pg_read_all_stats, who do not even see other roles' locks
 SELECT dlock_acquire('sec/secret', owner => 'the-key-of-app', ttl => '1 min') > 0 AS held;
 SET ROLE dlock_sec_stats;
-SELECT owner = 'md5:' || left(md5('the-key-of-app'), 12) AS stats_sees_fingerprint
-  FROM dlock.locks WHERE name = 'sec/secret';
+SELECT count(*) AS stats_sees FROM dlock.locks WHERE name = 'sec/secret';
 SET ROLE dlock_sec_admin;
 SELECT owner AS admin_sees_key FROM dlock.locks WHERE name = 'sec/secret';
 SELECT dlock_release('sec/secret', owner => 'the-key-of-app') AS admin_may_lock;
@@ -136,6 +170,17 @@ SELECT name, mode, implied FROM dlock.locks
  ORDER BY name, implied;
 SELECT dlock_release_all() AS released, dlock_release_all('a-key') AS released_key;
 RESET ROLE;
+
+-- a role sees the locks under its grants, whoever holds them, and its own;
+-- a role no grant binds sees only its own
+SELECT dlock_acquire('/tenant-a/by-admin') > 0 AS inside, dlock_acquire('/elsewhere') > 0 AS outside;
+SET ROLE dlock_sec_a;
+SELECT name, role FROM dlock.locks
+ WHERE NOT implied AND name IN ('/tenant-a/by-admin', '/elsewhere');
+SET ROLE dlock_sec_other;
+SELECT count(*) AS unbound_sees FROM dlock.locks WHERE name IN ('/tenant-a/by-admin', '/elsewhere');
+RESET ROLE;
+SELECT dlock_release('/tenant-a/by-admin'), dlock_release('/elsewhere');
 
 -- a role no grant binds may lock any name; a superuser is never bound
 SET ROLE dlock_sec_other;
@@ -212,6 +257,6 @@ SELECT dlock_revoke('/team', 'dlock_sec_team');
 SELECT count(*) AS grants_left FROM dlock.grants;
 
 DROP ROLE dlock_sec_nobody, dlock_sec_app, dlock_sec_watch, dlock_sec_stats, dlock_sec_admin,
-          dlock_sec_a, dlock_sec_other, dlock_sec_team;
+          dlock_sec_a, dlock_sec_other, dlock_sec_team, dlock_sec_evil;
 DROP SCHEMA dlock_sec CASCADE;
 SELECT count(*) AS left_behind FROM dlock.locks WHERE name LIKE 'sec/%';
