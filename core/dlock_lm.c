@@ -38,6 +38,8 @@ struct DLockManager
 	DLmHash		locks;			/* DLmLock.hash_node, by name */
 	DLmHash		owners;			/* DLmOwner.hash_node, by identity */
 	DLmHash		pairs;			/* DLmHolder.pair_node, by (lock, owner) */
+	DLmHash		roles;			/* RoleUse.node, by role; kept once made */
+	int64_t		nwaiters;		/* waiting parts (with pairs.count: the objects) */
 	DLmHeap		leases;
 	DLmWaiter **waiting;		/* per requester: its request's first part */
 	DLmList		young;			/* DLmWaiter.young_link: no row yet, by since */
@@ -145,6 +147,14 @@ dlm_error_message(DLmError err)
 			return "out of memory in the lock manager";
 		case DLM_ERR_NOT_YOURS:
 			return "owner key is in use by another role";
+		case DLM_ERR_TOO_MANY_PARTS:
+			return "request has too many parts";
+		case DLM_ERR_NO_SPACE:
+			return "out of lock space";
+		case DLM_ERR_OWNER_QUOTA:
+			return "owner's lock quota exceeded";
+		case DLM_ERR_ROLE_QUOTA:
+			return "role's lock quota exceeded";
 	}
 	return "unknown error";
 }
@@ -217,6 +227,52 @@ note_empty_lock(DLockManager *m, DLmLock *l)
 		l->empty_next = m->empty_locks;
 		m->empty_locks = l;
 	}
+}
+
+/* ---------------------------------------------------------------------
+ * Quotas (13): named locks per owner and per role
+ * --------------------------------------------------------------------- */
+
+typedef struct RoleUse
+{
+	DLmHashNode node;
+	uint32_t	role;
+	int64_t		nnamed;
+} RoleUse;
+
+static RoleUse *
+role_find(const DLockManager *m, uint32_t role)
+{
+	uint64_t	hash = dlm_siphash(m->cfg.seed, &role, sizeof(role));
+
+	for (DLmHashNode *n = dlm_hash_chain(&m->roles, hash); n; n = n->next)
+	{
+		RoleUse    *u = DLM_CONTAINER(RoleUse, node, n);
+
+		if (n->hash == hash && u->role == role)
+			return u;
+	}
+	return NULL;
+}
+
+/* A named holder or waiting part came (+1) or went (-1). */
+static void
+count_named(DLockManager *m, DLmOwner *o, int delta)
+{
+	RoleUse    *u = role_find(m, o->role);
+
+	o->nnamed += delta;
+	if (u == NULL && delta > 0)
+	{
+		u = alloc0(m, sizeof(RoleUse));
+		if (u == NULL)
+			return;				/* broken: the picture is loaded again */
+		u->role = o->role;
+		u->node.hash = dlm_siphash(m->cfg.seed, &u->role, sizeof(u->role));
+		dlm_hash_insert(&m->roles, &m->mem, &u->node);
+	}
+	if (u)
+		u->nnamed += delta;
 }
 
 /* An owner with nothing held or waited for belongs to nobody yet (12). */
@@ -573,6 +629,8 @@ holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, bool implied,
 	dlm_list_push_tail(&o->holders, &h->owner_link);
 	h->pair_node.hash = pair_hash(l, o);
 	dlm_hash_insert(&m->pairs, &m->mem, &h->pair_node);
+	if (!implied)
+		count_named(m, o, 1);
 	l->nheld[mode]++;
 	l->announced = false;		/* a new holder has not been told (8) */
 	holder_changed(m, h);
@@ -597,6 +655,9 @@ waiter_remove(DLockManager *m, DLmWaiter *w)
 {
 	dlm_list_delete(&w->lock_link);
 	dlm_list_delete(&w->owner_link);
+	m->nwaiters--;
+	if (!w->implied && !w->holder)
+		count_named(m, w->owner, -1);
 	if (w->holder)
 	{
 		w->lock->nconverting[w->mode]--;
@@ -649,6 +710,8 @@ holder_remove(DLockManager *m, DLmHolder *h)
 	dlm_list_delete(&h->lock_link);
 	dlm_list_delete(&h->owner_link);
 	dlm_hash_remove(&m->pairs, &h->pair_node);
+	if (!h->implied)
+		count_named(m, h->owner, -1);
 	h->lock->nheld[h->mode]--;
 	dlm_heap_remove(&m->leases, h);
 	h->p.dead = true;
@@ -873,6 +936,9 @@ enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 		l->nwaiting[mode]++;
 	}
 	dlm_list_push_tail(&o->waiters, &w->owner_link);
+	m->nwaiters++;
+	if (!implied && !converting)
+		count_named(m, o, 1);
 	if (m->cfg.queue_row_delay_us > 0)
 		dlm_list_push_tail(&m->young, &w->young_link);	/* a row when due (9) */
 	else
@@ -1692,6 +1758,58 @@ check_request(const DLockManager *m, const DLmRequest *r)
 	return DLM_OK;
 }
 
+/* A name's parts: itself and, for a path, its ancestors (13). */
+static int64_t
+name_parts(const char *name)
+{
+	int64_t		n = 0;
+
+	if (name[0] != '/')
+		return 1;
+	for (const char *p = name; *p; p++)
+		n += *p == '/';
+	return n;
+}
+
+/*
+ * 13: an acquire, try or acquire_all within the limits: its parts, the
+ * objects in all, and the named locks it adds (names its owner does not
+ * hold yet) against the owner's and the role's quotas.
+ */
+static DLmError
+check_limits(const DLockManager *m, const DLmRequest *r)
+{
+	int64_t		parts = 0;
+	int64_t		fresh = 0;
+	DLmOwner   *o;
+
+	for (int i = 0; i < r->nnames; i++)
+		parts += name_parts(r->names[i]);
+	if (m->cfg.max_parts > 0 && parts > m->cfg.max_parts)
+		return DLM_ERR_TOO_MANY_PARTS;
+	if (m->cfg.max_objects > 0 &&
+		(int64_t) m->pairs.count + m->nwaiters + parts > m->cfg.max_objects)
+		return DLM_ERR_NO_SPACE;
+	if (r->role_max_locks <= 0 && r->owner_max_locks <= 0)
+		return DLM_OK;
+	o = owner_find(m, r->owner_key, r->pid, r->session_start);
+	for (int i = 0; i < r->nnames; i++)
+	{
+		DLmLock    *l = o ? lock_find(m, r->names[i], strlen(r->names[i])) : NULL;
+
+		if (l == NULL || named_holder(m, l, o) == NULL)
+			fresh++;
+	}
+	if (fresh == 0)
+		return DLM_OK;
+	if (r->owner_max_locks > 0 && (o ? o->nnamed : 0) + fresh > r->owner_max_locks)
+		return DLM_ERR_OWNER_QUOTA;
+	if (r->role_max_locks > 0 &&
+		dlm_role_locks(m, o && owner_in_use(o) ? o->role : r->role) + fresh > r->role_max_locks)
+		return DLM_ERR_ROLE_QUOTA;
+	return DLM_OK;
+}
+
 /* ---------------------------------------------------------------------
  * Events (2)
  * --------------------------------------------------------------------- */
@@ -1726,6 +1844,12 @@ dlm_request(DLockManager *m, const DLmRequest *r, DLockTime now)
 			answer_error(m, r->requester, DLM_ERR_NOT_YOURS);
 			return DLM_ERR_NOT_YOURS;
 		}
+	}
+	if ((r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY || r->op == DLOCK_OP_ACQUIRE_ALL) &&
+		(err = check_limits(m, r)) != DLM_OK)
+	{
+		answer_error(m, r->requester, err);
+		return err;
 	}
 	if (m->broken)
 	{
@@ -1868,6 +1992,21 @@ dlm_set_queue_row_delay(DLockManager *m, int64_t us)
 	m->cfg.queue_row_delay_us = us < 0 ? 0 : us;
 }
 
+void
+dlm_set_limits(DLockManager *m, int64_t max_objects, int max_parts)
+{
+	m->cfg.max_objects = max_objects < 0 ? 0 : max_objects;
+	m->cfg.max_parts = max_parts < 0 ? 0 : max_parts;
+}
+
+int64_t
+dlm_role_locks(const DLockManager *m, uint32_t role)
+{
+	const RoleUse *u = role_find(m, role);
+
+	return u ? u->nnamed : 0;
+}
+
 /* ---------------------------------------------------------------------
  * The batch's output (9)
  * --------------------------------------------------------------------- */
@@ -1991,7 +2130,8 @@ dlm_create(const DLmConfig *config)
 
 	if (config == NULL || config->alloc.alloc == NULL || config->alloc.free == NULL ||
 		config->answer == NULL || config->nrequesters < 0 || config->max_name_len == 0 ||
-		config->ticket_reserve < 1 || config->queue_row_delay_us < 0)
+		config->ticket_reserve < 1 || config->queue_row_delay_us < 0 ||
+		config->max_objects < 0 || config->max_parts < 0)
 		return NULL;
 	m = config->alloc.alloc(config->alloc.arg, sizeof(DLockManager));
 	if (m == NULL)
@@ -2007,6 +2147,7 @@ dlm_create(const DLmConfig *config)
 	if (!dlm_hash_init(&m->locks, &m->mem, 1024) ||
 		!dlm_hash_init(&m->owners, &m->mem, 256) ||
 		!dlm_hash_init(&m->pairs, &m->mem, 1024) ||
+		!dlm_hash_init(&m->roles, &m->mem, 16) ||
 		(m->waiting = alloc0(m, sizeof(DLmWaiter *) * (config->nrequesters + 1))) == NULL ||
 		(m->part_locks = alloc0(m, sizeof(DLmLock *) * MAX_PARTS)) == NULL ||
 		(m->part_modes = alloc0(m, sizeof(int) * MAX_PARTS)) == NULL)

@@ -86,7 +86,11 @@ typedef enum DLmError
 	DLM_ERR_NOT_SORTED,			/* acquire_all names not sorted and distinct */
 	DLM_ERR_CONVERSION_WAITING, /* a conversion of this lock by this owner waits */
 	DLM_ERR_NO_MEMORY,			/* the allocator failed: the manager is broken */
-	DLM_ERR_NOT_YOURS			/* the owner key holds or waits for another role */
+	DLM_ERR_NOT_YOURS,			/* the owner key holds or waits for another role */
+	DLM_ERR_TOO_MANY_PARTS,		/* a request's parts over max_parts (13) */
+	DLM_ERR_NO_SPACE,			/* holders and waiters would pass max_objects (13) */
+	DLM_ERR_OWNER_QUOTA,		/* the owner's locks would pass its quota (13) */
+	DLM_ERR_ROLE_QUOTA			/* the role's locks would pass its quota (13) */
 } DLmError;
 
 extern const char *dlm_error_message(DLmError err);
@@ -162,6 +166,13 @@ typedef struct DLmConfig
 	 * reset) and never calls dlm_destroy: no per-allocation bookkeeping.
 	 */
 	bool		untracked;
+	/*
+	 * Limits (13), 0 for none: holders and waiting parts in all, which
+	 * bounds the manager's memory; the parts one request may ask for (each
+	 * name counts its path depth).
+	 */
+	int64_t		max_objects;
+	int			max_parts;
 } DLmConfig;
 
 typedef struct DLmRequest
@@ -184,6 +195,12 @@ typedef struct DLmRequest
 	 */
 	uint32_t	role;
 	bool		any_role;
+	/*
+	 * Quotas of the asker (13), 0 for none: named locks held or waited for
+	 * by all the owners of the role, and by this owner.
+	 */
+	int64_t		role_max_locks;
+	int64_t		owner_max_locks;
 } DLmRequest;
 
 /* Where a holder or waiter stands against the store. */
@@ -205,6 +222,7 @@ struct DLmOwner
 	int32_t		pid;			/* a session: its process */
 	int64_t		session_start;
 	uint32_t	role;			/* the role whose request made it (12) */
+	int64_t		nnamed;			/* named locks it holds or waits for (13) */
 	/* private */
 	DLmHashNode hash_node;
 	DLmList		holders;		/* DLmHolder.owner_link */
@@ -356,6 +374,10 @@ extern int	dlm_queue_rows_due(DLockManager *m, DLockTime now, bool stored_anyway
 /* When the next waiter is due for a row; 0: none is waiting for one. */
 extern DLockTime dlm_next_queue_row(const DLockManager *m);
 extern void dlm_set_queue_row_delay(DLockManager *m, int64_t us);
+/* New limits (a reload): max_objects and max_parts as in DLmConfig. */
+extern void dlm_set_limits(DLockManager *m, int64_t max_objects, int max_parts);
+/* Named locks held or waited for by the owners of a role (13). */
+extern int64_t dlm_role_locks(const DLockManager *m, uint32_t role);
 /* When the soonest lease runs out; 0: no lease. */
 extern DLockTime dlm_next_expiry(const DLockManager *m);
 

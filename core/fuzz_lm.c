@@ -1050,6 +1050,10 @@ main(int argc, char **argv)
 		CHECK(dlm_create(&bad) == NULL);
 		bad = cfg, bad.queue_row_delay_us = -1;
 		CHECK(dlm_create(&bad) == NULL);
+		bad = cfg, bad.max_objects = -1;
+		CHECK(dlm_create(&bad) == NULL);
+		bad = cfg, bad.max_parts = -1;
+		CHECK(dlm_create(&bad) == NULL);
 		CHECK(live == 0);
 	}
 

@@ -80,6 +80,8 @@ struct Model
 	ModelOptions opt;
 	int			nrequesters;
 	size_t		max_name_len;
+	int64_t		max_objects;	/* 13 */
+	int			max_parts;
 	int64_t		ticket;			/* the next ticket */
 	DLockTime	now;
 
@@ -319,6 +321,31 @@ owner_get(Model *m, const char *key, int32_t pid, int64_t start)
 		m->cin_recheck = m->cowners;
 	}
 	return i;
+}
+
+/* 13: named locks held or waited for by an owner, or by a role's owners */
+static int64_t
+named_count(const Model *m, int owner, bool by_role, uint32_t role)
+{
+	int64_t		n = 0;
+
+	for (int i = 0; i < m->nholders; i++)
+	{
+		const MHolder *h = &m->holders[i];
+
+		if (h->live && !h->implied &&
+			(by_role ? m->owners[h->owner].role == role : h->owner == owner))
+			n++;
+	}
+	for (int i = 0; i < m->nwaiters; i++)
+	{
+		const MWaiter *w = &m->waiters[i];
+
+		if (w->live && !w->implied && w->holder < 0 &&
+			(by_role ? m->owners[w->owner].role == role : w->owner == owner))
+			n++;
+	}
+	return n;
 }
 
 /* 12: an owner that holds or waits for something is its role's */
@@ -1640,6 +1667,66 @@ begin_event(Model *m, DLockTime now)
 }
 
 void
+model_set_limits(Model *m, int64_t max_objects, int max_parts)
+{
+	m->max_objects = max_objects;
+	m->max_parts = max_parts;
+}
+
+/*
+ * 13: parts (each name its path depth), objects in all (holders and
+ * waiting parts), then the named locks the request adds against the
+ * owner's and the role's quotas.
+ */
+static DLmError
+limits(const Model *m, const DLmRequest *r)
+{
+	int64_t		parts = 0;
+	int64_t		objects = 0;
+	int64_t		fresh = 0;
+	int			o;
+
+	for (int i = 0; i < r->nnames; i++)
+	{
+		const char *p = r->names[i];
+
+		if (p[0] != '/')
+			parts++;
+		else
+			for (; *p; p++)
+				parts += *p == '/';
+	}
+	if (m->max_parts > 0 && parts > m->max_parts)
+		return DLM_ERR_TOO_MANY_PARTS;
+	for (int i = 0; i < m->nholders; i++)
+		objects += m->holders[i].live;
+	for (int i = 0; i < m->nwaiters; i++)
+		objects += m->waiters[i].live;
+	if (m->max_objects > 0 && objects + parts > m->max_objects)
+		return DLM_ERR_NO_SPACE;
+	if (r->role_max_locks <= 0 && r->owner_max_locks <= 0)
+		return DLM_OK;
+	o = owner_find(m, r->owner_key, r->pid, r->session_start);
+	for (int i = 0; i < r->nnames; i++)
+	{
+		int			l = o >= 0 ? lock_find(m, r->names[i]) : -1;
+
+		if (l < 0 || named_holder(m, l, o) < 0)
+			fresh++;
+	}
+	if (fresh == 0)
+		return DLM_OK;
+	if (r->owner_max_locks > 0 &&
+		(o >= 0 ? named_count(m, o, false, 0) : 0) + fresh > r->owner_max_locks)
+		return DLM_ERR_OWNER_QUOTA;
+	if (r->role_max_locks > 0 &&
+		named_count(m, -1, true, o >= 0 && owner_in_use(m, o) ? m->owners[o].role : r->role) +
+		fresh > r->role_max_locks)
+		return DLM_ERR_ROLE_QUOTA;
+	return DLM_OK;
+}
+
+void
 model_request(Model *m, const DLmRequest *r, DLockTime now)
 {
 	DLmError	err;
@@ -1664,6 +1751,16 @@ model_request(Model *m, const DLmRequest *r, DLockTime now)
 		if (k >= 0 && owner_in_use(m, k) && m->owners[k].role != r->role)
 		{
 			answer(m, r->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_NOT_YOURS;
+			return;
+		}
+	}
+	if (r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY || r->op == DLOCK_OP_ACQUIRE_ALL)
+	{
+		DLmError	lim = limits(m, r);
+
+		if (lim != DLM_OK)
+		{
+			answer(m, r->requester, DLOCK_STATUS_ERROR)->error = lim;
 			return;
 		}
 	}

@@ -114,6 +114,8 @@ typedef struct Model Model;
 extern Model *model_create(int nrequesters, int64_t first_ticket,
 						   size_t max_name_len, const ModelOptions *opt);
 extern void model_destroy(Model *m);
+/* 13: the limits, as DLmConfig's max_objects and max_parts (0: none). */
+extern void model_set_limits(Model *m, int64_t max_objects, int max_parts);
 
 /* Events (each clears the answers and announcements of the one before). */
 extern void model_request(Model *m, const DLmRequest *r, DLockTime now);

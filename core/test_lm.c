@@ -311,6 +311,8 @@ static size_t max_name_len = 1024;
 static DLockTime req_timeout;	/* the next request's timeout_at */
 static uint32_t req_role;		/* every request's role (12) ... */
 static bool req_any_role;		/* ... and whether it may act for any role */
+static int64_t req_role_max;	/* every request's quotas (13) */
+static int64_t req_owner_max;
 
 static DLmConfig
 config(int nreq, int64_t reserve)
@@ -660,6 +662,8 @@ submit(DLockOp op, int requester, int session, const char *key, int mode,
 	req_timeout = 0;
 	r.role = req_role;
 	r.any_role = req_any_role;
+	r.role_max_locks = req_role_max;
+	r.owner_max_locks = req_owner_max;
 	begin_event();
 	dlm_request(M, &r, NOW);
 	after_event();
@@ -947,6 +951,97 @@ test_owner_role(void)
 	req_role = 7;
 	rel(0, "L", "x");
 	CHECK_ST(0, RELEASED);
+	req_role = 0;
+	teardown();
+}
+
+#define CHECK_REFUSED_WITH(c, e) \
+	do { \
+		CHECK_ST(c, ERROR); \
+		CHECK_EQ(recs[c].error, e); \
+	} while (0)
+
+/*
+ * 13: limits.  Parts count path depth; the objects in all bound every new
+ * request; quotas count named locks (held or waited for) of the owner and
+ * of the role's owners, a re-entrant take adds none, a conversion none,
+ * and what is released frees its place.
+ */
+static void
+test_limits(void)
+{
+	static const char *const u[] = {"a", "b", "c", "d", "/p/q/r", "/p"};
+	const char *const two[] = {"a", "b"};
+
+	setup(8, 1000000, 1);
+	use(u, 6);
+	NOW = 10;
+
+	/* parts: /p/q/r is three */
+	dlm_set_limits(M, 0, 2);
+	acq(0, NULL, "/p/q/r", EX, 0);
+	CHECK_REFUSED_WITH(0, DLM_ERR_TOO_MANY_PARTS);
+	CHECK(dlm_lookup(M, "/p") == NULL);
+	dlm_set_limits(M, 0, 3);
+	acq(0, NULL, "/p/q/r", EX, 0);
+	CHECK_ST(0, GRANTED);
+	rel(0, NULL, "/p/q/r");
+
+	/* objects: a request that could pass the cap is refused whole */
+	dlm_set_limits(M, 3, 0);
+	acq(0, NULL, "a", EX, 0);
+	CHECK_ST(0, GRANTED);
+	acq(1, NULL, "a", EX, 0);
+	CHECK_ST(1, QUEUED);
+	acq(2, NULL, "/p/q/r", EX, 0);
+	CHECK_REFUSED_WITH(2, DLM_ERR_NO_SPACE);
+	acq(2, NULL, "b", EX, 0);
+	CHECK_ST(2, GRANTED);
+	try_acq(3, NULL, "c", EX, 0);
+	CHECK_REFUSED_WITH(3, DLM_ERR_NO_SPACE);
+	rel(2, NULL, "b");
+	try_acq(3, NULL, "c", EX, 0);
+	CHECK_ST(3, GRANTED);
+	relall(0, NULL);
+	CHECK_ST(1, GRANTED);			/* the hand-on adds nothing */
+	relall(1, NULL);
+	relall(3, NULL);
+	dlm_set_limits(M, 0, 0);
+
+	/* quotas: an owner's and a role's named locks, held or waited for */
+	req_role = 5;
+	req_owner_max = 2;
+	acq(0, "K", "a", EX, 1000000);
+	CHECK_ST(0, GRANTED);
+	acq(0, "K", "b", EX, 1000000);
+	CHECK_ST(0, GRANTED);
+	acq(0, "K", "c", EX, 1000000);
+	CHECK_REFUSED_WITH(0, DLM_ERR_OWNER_QUOTA);
+	acq(0, "K", "a", EX, 1000000);	/* re-entrant: nothing new */
+	CHECK_ST(0, GRANTED);
+	conv(0, "K", "b", PR);
+	CHECK_ST(0, GRANTED);
+	submit(DLOCK_OP_ACQUIRE_ALL, 0, 0, "K", PR, two, 2, 1000000, 0);
+	CHECK_ST(0, GRANTED);			/* both held already */
+	req_owner_max = 0;
+	req_role_max = 3;
+	acq(1, "L", "c", EX, 1000000);	/* another owner of role 5: 2 + 1 */
+	CHECK_ST(1, GRANTED);
+	CHECK_EQ(dlm_role_locks(M, 5), 3);
+	acq(2, "M", "d", EX, 1000000);
+	CHECK_REFUSED_WITH(2, DLM_ERR_ROLE_QUOTA);
+	req_role = 6;					/* another role has its own count */
+	acq(2, "M", "d", EX, 1000000);
+	CHECK_ST(2, GRANTED);
+	acq(3, "N", "d", EX, 1000000);	/* a waiter counts */
+	CHECK_ST(3, QUEUED);
+	CHECK_EQ(dlm_role_locks(M, 6), 2);
+	req_role = 5;
+	relall(0, "K");
+	CHECK_EQ(dlm_role_locks(M, 5), 1);
+	acq(2, "M2", "a", EX, 1000000);	/* the release freed a place */
+	CHECK_ST(2, GRANTED);
+	req_role_max = 0;
 	req_role = 0;
 	teardown();
 }
@@ -3598,6 +3693,7 @@ main(int argc, char **argv)
 	RUN(test_basic);
 	RUN(test_fifo);
 	RUN(test_owner_role);
+	RUN(test_limits);
 	RUN(test_shared_run);
 	RUN(test_try);
 	RUN(test_reentrant);

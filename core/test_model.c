@@ -68,6 +68,10 @@ static const char *const BAD_KEYS[] = {"", "k\001"};
  */
 static int64_t queue_row_delay = 0;
 
+/* 13: the limits of the sequence being run (none in four sequences of five) */
+static int64_t max_objects = 0;
+static int	max_parts = 0;
+
 static bool is_ancestor[16][16];	/* [a][d]: NAMES[a] is a proper ancestor of NAMES[d] */
 
 /* ---------------------------------------------------------------- */
@@ -98,6 +102,8 @@ typedef struct Event
 	int64_t		max_ttl;
 	uint32_t	role;			/* 12: who asks, and ... */
 	bool		any_role;		/* ... whether it may act for any role */
+	int64_t		role_max;		/* 13: its quotas */
+	int64_t		owner_max;
 	/* withdraw */
 	int			nreqs;
 	int			reqs[NREQ];
@@ -350,6 +356,8 @@ run_init(Run *run, const uint64_t hash_seed[2])
 		cfg.max_name_len = MAX_NAME_LEN;
 		cfg.ticket_reserve = TICKET_RESERVE;
 		cfg.queue_row_delay_us = queue_row_delay;
+		cfg.max_objects = max_objects;
+		cfg.max_parts = max_parts;
 		cfg.answer = on_answer;
 		cfg.answer_arg = run;
 		run->core = dlm_create(&cfg);
@@ -361,6 +369,7 @@ run_init(Run *run, const uint64_t hash_seed[2])
 		dlm_set_counter(run->core, FIRST_TICKET);
 	}
 	run->model = model_create(NREQ, FIRST_TICKET, MAX_NAME_LEN, &mopt);
+	model_set_limits(run->model, max_objects, max_parts);
 }
 
 static void
@@ -1145,6 +1154,8 @@ to_request(const Event *e, DLmRequest *r)
 	r->timeout_at = 0;
 	r->role = e->role;
 	r->any_role = e->any_role;
+	r->role_max_locks = e->role_max;
+	r->owner_max_locks = e->owner_max;
 }
 
 /* Can the event run now?  (A requester with a waiting request asks nothing.) */
@@ -1631,6 +1642,9 @@ gen_event(Gen *g, const Model *m, Event *e)
 		/* mostly one role, so keys stay shared; sometimes another, or any */
 		e->role = rnd(&g->rng, 4) == 0 ? 2 + (uint32_t) (r % 2) : 1;
 		e->any_role = rnd(&g->rng, 16) == 0;
+		/* quotas: mostly none, sometimes tight */
+		e->role_max = rnd(&g->rng, 6) == 0 ? 1 + (int64_t) rnd(&g->rng, 6) : 0;
+		e->owner_max = rnd(&g->rng, 6) == 0 ? 1 + (int64_t) rnd(&g->rng, 3) : 0;
 		e->mode = gen_mode(g);
 		e->ttl = rnd(&g->rng, 100) < g->ttl_pct ? UNIT * (1 + rnd(&g->rng, 8)) : 0;
 		nheld = held_names(m, e->key, e->pid, e->start, held);
@@ -1913,6 +1927,10 @@ print_event_c(const Event *e)
 					printf(", .role = %u", (unsigned) e->role);
 				if (e->any_role)
 					printf(", .any_role = true");
+				if (e->role_max)
+					printf(", .role_max_locks = %" PRId64, e->role_max);
+				if (e->owner_max)
+					printf(", .owner_max_locks = %" PRId64, e->owner_max);
 				printf("};\n\n\t\tdlm_request(m, &r, %" PRId64 ");\n\t}\n", e->now);
 				break;
 			}
@@ -2011,10 +2029,11 @@ shrink_and_print(Event *ev, int n, const uint64_t hash_seed[2], int category,
 		   "\t\t.alloc = {model_case_alloc, model_case_free, NULL},\n"
 		   "\t\t.seed = {0x%" PRIx64 "ULL, 0x%" PRIx64 "ULL},\n"
 		   "\t\t.nrequesters = %d, .max_name_len = %d, .ticket_reserve = %d,\n"
-		   "\t\t.queue_row_delay_us = %" PRId64 ", .answer = model_case_answer\n\t};\n"
+		   "\t\t.queue_row_delay_us = %" PRId64 ", .max_objects = %" PRId64 ", .max_parts = %d,\n"
+		   "\t\t.answer = model_case_answer\n\t};\n"
 		   "\tDLockManager *m = dlm_create(&cfg);\n\n\tdlm_set_counter(m, %d);\n\treturn m;\n}\n#endif\n\n",
 		   hash_seed[0], hash_seed[1], NREQ, MAX_NAME_LEN, TICKET_RESERVE,
-		   queue_row_delay, FIRST_TICKET);
+		   queue_row_delay, max_objects, max_parts, FIRST_TICKET);
 	printf("static void\ntest_model_case_%" PRIu64 "(void)\n{\n", seq_seed);
 	printf("\tDLockManager *m = model_case_manager();\n\n");
 	for (int i = 0; i < n; i++)
@@ -2193,6 +2212,8 @@ main(int argc, char **argv)
 		if (len > total - events)
 			len = (int) (total - events);
 		queue_row_delay = (passed + failed) % 3 == 2 ? UNIT * (1 + (int64_t) (seq_seed % 6)) : 0;
+		max_objects = (passed + failed) % 5 == 4 ? 4 + (int64_t) (seq_seed % 20) : 0;
+		max_parts = (passed + failed) % 5 == 4 ? 1 + (int) (seq_seed % 5) : 0;
 		/* one sequence in four also runs with a fresh hash seed */
 		if ((passed + failed) % 4 == 3)
 		{
@@ -2236,6 +2257,8 @@ main(int argc, char **argv)
 				{
 					Event	   *ev = malloc(sizeof(Event) * (size_t) len);
 					Model	   *mm = model_create(NREQ, FIRST_TICKET, MAX_NAME_LEN, &mopt);
+
+					model_set_limits(mm, max_objects, max_parts);
 					Gen			g;
 
 					/* the events, from the model alone */

@@ -29,6 +29,8 @@ int			dlock_default_ttl_ms = 60 * 1000;
 int			dlock_max_ttl_s = 0;
 int			dlock_reap_interval_ms = 1000;
 int			dlock_queue_row_delay_ms = 5;
+int			dlock_max_locks = 2000000;
+int			dlock_max_request_parts = 1024;
 int			dlock_max_name_length = 1024;
 int			dlock_restart_grace_ms = 5000;
 bool		dlock_synchronous_commit = true;
@@ -131,6 +133,22 @@ _PG_init(void)
 							&dlock_reap_interval_ms,
 							1000, 10, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlock.max_locks",
+							"Holders and waiting parts the lock manager keeps in all; beyond it requests fail with \"out of lock space\".",
+							"Bounds the worker's memory (about 800 bytes each); 0 means no limit.",
+							&dlock_max_locks,
+							2000000, 0, INT_MAX,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("dlock.max_request_parts",
+							"Parts one request may ask for: each name counts its path depth.",
+							"0 means no limit (at most 64 names of 64 segments).",
+							&dlock_max_request_parts,
+							1024, 0, INT_MAX,
+							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("dlock.queue_row_delay",

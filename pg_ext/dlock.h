@@ -79,6 +79,8 @@ typedef struct DLockSlot
 	int			owner_len;		/* 0: the session is the owner */
 	Oid			role;			/* the user that asked (GetUserId) */
 	bool		any_role;		/* a dlock_admin: may use another role's key */
+	int64		role_max_locks; /* its quotas (dlock.quotas); 0: none */
+	int64		owner_max_locks;
 
 	/* set by the worker once the request waits in the queue (committed) */
 	int64		ticket;
@@ -123,6 +125,8 @@ extern int	dlock_default_ttl_ms;
 extern int	dlock_max_ttl_s;
 extern int	dlock_reap_interval_ms;
 extern int	dlock_queue_row_delay_ms;
+extern int	dlock_max_locks;
+extern int	dlock_max_request_parts;
 extern int	dlock_max_name_length;
 extern int	dlock_restart_grace_ms;
 extern bool dlock_synchronous_commit;
@@ -164,6 +168,7 @@ extern void dlock_check_name_arg(const char *name, int len);
 /* dlock_grants.c */
 extern void dlock_check_namespace(const char *name, int len);
 extern bool dlock_is_admin(Oid user);
+extern void dlock_quotas_of(Oid user, int64 *max_locks, int64 *max_locks_per_owner);
 
 /* dlock_worker.c */
 extern PGDLLEXPORT void dlock_worker_main(Datum main_arg);

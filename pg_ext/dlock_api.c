@@ -370,6 +370,20 @@ await_free_slot(DLockSlot *slot, TimestampTz timeout_at)
 static void
 submit(DLockSlot *slot, const DLockRequest *req)
 {
+	Oid			role = GetUserId();
+	bool		any_role;
+	int64		role_max_locks = 0;
+	int64		owner_max_locks = 0;
+
+	/*
+	 * Looked up before the spinlock.  An undo is of this session's own
+	 * grant, whoever owns the key now, and needs no look-up: it may run
+	 * while an error is being handled.
+	 */
+	any_role = req->undo || (req->owner && dlock_is_admin(role));
+	if (dlock_op_grants(req->op) && !req->undo)
+		dlock_quotas_of(role, &role_max_locks, &owner_max_locks);
+
 	SpinLockAcquire(&slot->mutex);
 	Assert(slot->state == DLOCK_SLOT_FREE);
 	slot->op = req->op;
@@ -383,9 +397,10 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->owner_len = req->owner ? req->owner_len : 0;
 	if (req->owner)
 		memcpy(dlock_slot_owner(slot), req->owner, req->owner_len);
-	slot->role = GetUserId();
-	/* an undo is of this session's own grant, whoever owns the key now */
-	slot->any_role = req->undo || (req->owner && dlock_is_admin(slot->role));
+	slot->role = role;
+	slot->any_role = any_role;
+	slot->role_max_locks = role_max_locks;
+	slot->owner_max_locks = owner_max_locks;
 	slot->ticket = 0;
 	slot->status = DLOCK_STATUS_NONE;
 	slot->cancel = false;
@@ -710,12 +725,43 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 	switch (reply->status)
 	{
 		case DLOCK_STATUS_ERROR:
-			if (reply->count == DLM_ERR_NOT_YOURS)
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("owner key is in use by another role"),
-						 errdetail("An owner key that holds or waits for locks serves only the role that took them (and dlock_admin)."),
-						 errhint("Take a key of your own with dlock_new_owner().")));
+			switch ((DLmError) reply->count)
+			{
+				case DLM_ERR_NOT_YOURS:
+					ereport(ERROR,
+							(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+							 errmsg("owner key is in use by another role"),
+							 errdetail("An owner key that holds or waits for locks serves only the role that took them (and dlock_admin)."),
+							 errhint("Take a key of your own with dlock_new_owner().")));
+					break;
+				case DLM_ERR_TOO_MANY_PARTS:
+					ereport(ERROR,
+							(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+							 errmsg("request has too many parts"),
+							 errdetail("Each name counts its path depth; one request may ask for at most dlock.max_request_parts (%d).",
+									   dlock_max_request_parts)));
+					break;
+				case DLM_ERR_NO_SPACE:
+					ereport(ERROR,
+							(errcode(ERRCODE_OUT_OF_MEMORY),
+							 errmsg("out of lock space"),
+							 errdetail("The lock manager keeps at most dlock.max_locks (%d) holders and waiting parts.",
+									   dlock_max_locks),
+							 errhint("Release locks, or raise dlock.max_locks (about 800 bytes of the worker's memory each).")));
+					break;
+				case DLM_ERR_ROLE_QUOTA:
+				case DLM_ERR_OWNER_QUOTA:
+					ereport(ERROR,
+							(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+							 errmsg("lock quota exceeded"),
+							 errdetail("%s holds or waits for as many locks as its quota in dlock.quotas allows.",
+									   reply->count == DLM_ERR_ROLE_QUOTA ?
+									   "The role" : "The owner"),
+							 errhint("Release locks, or ask a member of dlock_admin to raise the quota with dlock_set_quota().")));
+					break;
+				default:
+					break;
+			}
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
 					 errmsg("dlock lock manager failed: %s", reply->errmsg)));

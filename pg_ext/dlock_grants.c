@@ -55,6 +55,8 @@ static Oid	cache_user = InvalidOid;
 static uint64 cache_generation = 0;
 static Prefix *cache_prefixes = NULL;
 static int	cache_n = 0;			/* 0: the user is bound by no grant */
+static int64 cache_max_locks = 0;	/* the user's quotas (dlock.quotas); 0: none */
+static int64 cache_max_locks_per_owner = 0;
 
 static bool has_role_named(Oid user, const char *role);
 
@@ -107,13 +109,55 @@ register_callbacks(void)
 	callbacks_registered = true;
 }
 
-/* dlock.grants, or InvalidOid while the extension is being dropped */
+/* dlock.<table>, or InvalidOid while the extension is being dropped */
 static Oid
-grants_relid(void)
+dlock_relid(const char *table)
 {
 	Oid			nsp = get_namespace_oid("dlock", true);
 
-	return OidIsValid(nsp) ? get_relname_relid("grants", nsp) : InvalidOid;
+	return OidIsValid(nsp) ? get_relname_relid(table, nsp) : InvalidOid;
+}
+
+/* The user's row of dlock.quotas (its own role's only, not inherited). */
+static void
+load_quotas(Oid user, Snapshot snapshot)
+{
+	Oid			relid = dlock_relid("quotas");
+	Relation	rel;
+	TupleDesc	desc;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+
+	cache_max_locks = cache_max_locks_per_owner = 0;
+	if (!OidIsValid(relid))
+		return;
+	rel = table_open(relid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	if (desc->natts < 3 ||
+		TupleDescAttr(desc, 0)->atttypid != REGROLEOID ||
+		TupleDescAttr(desc, 1)->atttypid != INT8OID ||
+		TupleDescAttr(desc, 2)->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dlock.quotas does not have the shape dlock created"),
+				 errhint("Its first columns must be role regrole, max_locks bigint, max_locks_per_owner bigint.")));
+	scan = table_beginscan(rel, snapshot, 0, NULL);
+	slot = table_slot_create(rel, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		role = slot_getattr(slot, 1, &isnull);
+
+		if (isnull || DatumGetObjectId(role) != user)
+			continue;
+		role = slot_getattr(slot, 2, &isnull);
+		cache_max_locks = isnull ? 0 : DatumGetInt64(role);
+		role = slot_getattr(slot, 3, &isnull);
+		cache_max_locks_per_owner = isnull ? 0 : DatumGetInt64(role);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
 }
 
 /*
@@ -132,7 +176,8 @@ load_grants(Oid user, uint64 generation)
 	cache_prefixes = MemoryContextAlloc(grants_cxt, sizeof(Prefix) * cap);
 	cache_n = 0;
 
-	relid = grants_relid();
+	relid = dlock_relid("grants");
+	cache_max_locks = cache_max_locks_per_owner = 0;
 	if (!superuser_arg(user) && OidIsValid(relid))
 	{
 		Relation	rel = table_open(relid, AccessShareLock);
@@ -177,8 +222,9 @@ load_grants(Oid user, uint64 generation)
 		}
 		ExecDropSingleTupleTableSlot(slot);
 		table_endscan(scan);
-		UnregisterSnapshot(snapshot);
 		table_close(rel, AccessShareLock);
+		load_quotas(user, snapshot);
+		UnregisterSnapshot(snapshot);
 	}
 	cache_user = user;
 	cache_generation = generation;
@@ -207,14 +253,20 @@ under_prefix(const char *name, int len, const Prefix *g)
  *		path implies on its ancestors are not names the caller asked for:
  *		they are not checked.
  */
-/* Whether the user's grants cover the name; -1 if no grant binds the user. */
-static int
-granted(Oid user, const char *name, int len)
+static void
+refresh(Oid user)
 {
 	uint64		generation = pg_atomic_read_u64(&dlock_shared->grants_generation);
 
 	if (!cache_valid || cache_user != user || cache_generation != generation)
 		load_grants(user, generation);
+}
+
+/* Whether the user's grants cover the name; -1 if no grant binds the user. */
+static int
+granted(Oid user, const char *name, int len)
+{
+	refresh(user);
 	if (cache_n == 0)
 		return -1;
 	for (int i = 0; i < cache_n; i++)
@@ -236,6 +288,20 @@ dlock_check_namespace(const char *name, int len)
 			 errdetail("Role \"%s\" may lock only names under its dlock grants (dlock.grants).",
 					   GetUserNameFromId(user, false)),
 			 errhint("A member of dlock_admin can grant a prefix with dlock_grant().")));
+}
+
+/*
+ * dlock_quotas_of
+ *		The user's quotas from dlock.quotas (superusers have none): named
+ *		locks held or waited for by all its owners, and by one owner; 0 for
+ *		no limit.
+ */
+void
+dlock_quotas_of(Oid user, int64 *max_locks, int64 *max_locks_per_owner)
+{
+	refresh(user);
+	*max_locks = cache_max_locks;
+	*max_locks_per_owner = cache_max_locks_per_owner;
 }
 
 /*

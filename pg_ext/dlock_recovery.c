@@ -80,6 +80,8 @@ picture_reset(void)
 	cfg.max_name_len = dlock_shared->max_name_len;
 	cfg.ticket_reserve = DLOCK_TICKET_RESERVE;
 	cfg.queue_row_delay_us = (int64) dlock_queue_row_delay_ms * 1000;
+	cfg.max_objects = dlock_max_locks;
+	cfg.max_parts = dlock_max_request_parts;
 	cfg.answer = dlock_on_answer;
 	picture = dlm_create(&cfg);
 	if (picture == NULL)

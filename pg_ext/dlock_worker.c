@@ -385,6 +385,8 @@ execute(Request *r, TimestampTz now)
 	q.timeout_at = r->timeout_at;
 	q.role = r->role;
 	q.any_role = r->any_role;
+	q.role_max_locks = r->role_max_locks;
+	q.owner_max_locks = r->owner_max_locks;
 	/* an error is answered to the request (on_answer) */
 	(void) dlm_request(lock_manager, &q, now);
 }
@@ -472,7 +474,10 @@ reload_config(void)
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
 	if (lock_manager)
+	{
 		dlm_set_queue_row_delay(lock_manager, (int64) dlock_queue_row_delay_ms * 1000);
+		dlm_set_limits(lock_manager, dlock_max_locks, dlock_max_request_parts);
+	}
 }
 
 /*

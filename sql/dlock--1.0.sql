@@ -123,13 +123,28 @@ CREATE TABLE dlock.grants (
 COMMENT ON TABLE dlock.grants IS 'name prefixes each role may lock; a role with none may lock any name';
 SELECT pg_catalog.pg_extension_config_dump('dlock.grants', '');
 
+/*
+ * Quotas: named locks a role's owners may hold or wait for in all, and one
+ * owner of it; NULL for no limit.  Set through dlock_set_quota().
+ */
+CREATE TABLE dlock.quotas (
+    role                 regrole NOT NULL PRIMARY KEY,
+    max_locks            bigint,
+    max_locks_per_owner  bigint
+);
+COMMENT ON TABLE dlock.quotas IS 'per-role lock quotas; a role without a row has none';
+SELECT pg_catalog.pg_extension_config_dump('dlock.quotas', '');
+
 CREATE FUNCTION dlock.grants_changed() RETURNS trigger
 AS 'MODULE_PATHNAME', 'dlock_grants_changed'
 LANGUAGE C;
 CREATE TRIGGER grants_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON dlock.grants
     FOR EACH STATEMENT EXECUTE FUNCTION dlock.grants_changed();
-REVOKE ALL ON dlock.grants FROM PUBLIC;
+CREATE TRIGGER quotas_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON dlock.quotas
+    FOR EACH STATEMENT EXECUTE FUNCTION dlock.grants_changed();
+REVOKE ALL ON dlock.grants, dlock.quotas FROM PUBLIC;
 
 CREATE VIEW dlock.locks AS
 SELECT h.name, h.mode, true AS granted, NULL::integer AS position,
@@ -158,7 +173,7 @@ GRANT USAGE ON SCHEMA dlock TO dlock_user, dlock_monitor;
 GRANT EXECUTE ON FUNCTION dlock.shown_owner(text, regrole), dlock.visible(text, regrole)
     TO dlock_user, dlock_monitor;
 GRANT SELECT ON dlock.locks TO dlock_user, dlock_monitor;
-GRANT SELECT ON dlock.grants TO dlock_monitor;
+GRANT SELECT ON dlock.grants, dlock.quotas TO dlock_monitor;
 
 CREATE FUNCTION dlock_acquire(name text,
                               mode text DEFAULT 'exclusive',
@@ -271,3 +286,34 @@ COMMENT ON FUNCTION dlock_revoke(text, regrole) IS
 
 REVOKE EXECUTE ON FUNCTION dlock_grant(text, regrole), dlock_revoke(text, regrole) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dlock_grant(text, regrole), dlock_revoke(text, regrole) TO dlock_admin;
+
+CREATE FUNCTION dlock_set_quota(role regrole, max_locks bigint,
+                                max_locks_per_owner bigint DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+BEGIN
+    IF role IS NULL THEN
+        RAISE EXCEPTION 'role must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF max_locks <= 0 OR max_locks_per_owner <= 0 THEN
+        RAISE EXCEPTION 'a quota must be positive'
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL means no limit.';
+    END IF;
+    IF max_locks IS NULL AND max_locks_per_owner IS NULL THEN
+        DELETE FROM dlock.quotas q WHERE q.role OPERATOR(pg_catalog.=) role;
+    ELSE
+        INSERT INTO dlock.quotas AS q (role, max_locks, max_locks_per_owner)
+        VALUES (role, max_locks, max_locks_per_owner)
+        ON CONFLICT ON CONSTRAINT quotas_pkey
+        DO UPDATE SET max_locks = EXCLUDED.max_locks,
+                      max_locks_per_owner = EXCLUDED.max_locks_per_owner;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION dlock_set_quota(regrole, bigint, bigint) IS
+    'at most max_locks named locks held or waited for by the role, max_locks_per_owner by one owner of it; NULL: no limit';
+REVOKE EXECUTE ON FUNCTION dlock_set_quota(regrole, bigint, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dlock_set_quota(regrole, bigint, bigint) TO dlock_admin;

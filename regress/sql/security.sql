@@ -256,7 +256,46 @@ RESET ROLE;
 SELECT dlock_revoke('/team', 'dlock_sec_team');
 SELECT count(*) AS grants_left FROM dlock.grants;
 
+-- Quotas: named locks a role holds or waits for in all, and per owner
+CREATE ROLE dlock_sec_q IN ROLE dlock_user;
+SELECT dlock_set_quota('dlock_sec_q', 3, 2);
+SELECT role, max_locks, max_locks_per_owner FROM dlock.quotas;
+SET ROLE dlock_sec_q;
+SELECT dlock_try_acquire('q/1', ttl => '1 min', owner => 'qk1') > 0 AS first,
+       dlock_try_acquire('q/2', ttl => '1 min', owner => 'qk1') > 0 AS second;
+SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
+    $$SELECT dlock_try_acquire('q/3', ttl => '1 min', owner => 'qk1')$$,
+    $$SELECT dlock_acquire('q/1', ttl => '1 min', owner => 'qk1')$$,
+    $$SELECT dlock_try_acquire('q/3', ttl => '1 min', owner => 'qk2')$$,
+    $$SELECT dlock_acquire('q/4')$$,
+    $$SELECT dlock_acquire_all(ARRAY['q/5', 'q/6'])$$,
+    $$SELECT dlock_set_quota('dlock_sec_q', 1000)$$]) q;
+-- a lease flood stops at the quota, and a release frees a place
+SELECT count(*) FILTER (WHERE dlock_sec.outcome(pg_catalog.format(
+           'SELECT dlock_try_acquire(%L, ttl => %L, owner => %L)', 'flood/' || i, '1 min', 'f' || i)) = 'ok')
+       AS flood_granted
+  FROM generate_series(1, 100) i;
+SELECT dlock_release_all('qk2') AS released;
+SELECT dlock_sec.outcome($$SELECT dlock_try_acquire('q/4')$$) AS after_release;
+SELECT dlock_release_all();
+RESET ROLE;
+SELECT dlock_sec.outcome(q) FROM unnest(ARRAY[
+    $$SELECT dlock_set_quota('dlock_sec_q', 0)$$,
+    $$SELECT dlock_set_quota('dlock_sec_q', 5, -1)$$,
+    $$SELECT dlock_set_quota(NULL, 5)$$]) q;
+-- no quota, no limit
+SELECT dlock_set_quota('dlock_sec_q', NULL, NULL);
+SELECT count(*) AS quotas_left FROM dlock.quotas;
+SET ROLE dlock_sec_q;
+SELECT count(*) FILTER (WHERE dlock_sec.outcome(pg_catalog.format(
+           'SELECT dlock_try_acquire(%L, ttl => %L, owner => %L)', 'flood/' || i, '1 min', 'f' || i)) = 'ok')
+       AS flood_granted
+  FROM generate_series(1, 100) i;
+SELECT sum(dlock_release_all('f' || i)) AS flood_released FROM generate_series(1, 100) i;
+SELECT dlock_release_all('qk1');
+RESET ROLE;
+
 DROP ROLE dlock_sec_nobody, dlock_sec_app, dlock_sec_watch, dlock_sec_stats, dlock_sec_admin,
-          dlock_sec_a, dlock_sec_other, dlock_sec_team, dlock_sec_evil;
+          dlock_sec_a, dlock_sec_other, dlock_sec_team, dlock_sec_evil, dlock_sec_q;
 DROP SCHEMA dlock_sec CASCADE;
 SELECT count(*) AS left_behind FROM dlock.locks WHERE name LIKE 'sec/%';
