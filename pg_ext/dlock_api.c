@@ -36,6 +36,7 @@ PG_FUNCTION_INFO_V1(dlock_release);
 PG_FUNCTION_INFO_V1(dlock_renew);
 PG_FUNCTION_INFO_V1(dlock_release_all);
 PG_FUNCTION_INFO_V1(dlock_new_owner);
+PG_FUNCTION_INFO_V1(dlock_manager_pid);
 
 /*
  * Longest sleep of a waiting backend between looks at its slot.  The worker
@@ -1110,4 +1111,24 @@ dlock_new_owner(PG_FUNCTION_ARGS)
 	for (size_t i = 0; i < sizeof(key); i++)
 		snprintf(hex + 2 * i, 3, "%02x", key[i]);
 	PG_RETURN_TEXT_P(cstring_to_text(hex));
+}
+
+/*
+ * dlock_manager_pid
+ *		The lock manager's process id, NULL if none runs.  NOTIFY
+ *		dlock_blocking can be sent by any role that may connect; the genuine
+ *		ones come from this process (a listener compares the sender's pid).
+ */
+Datum
+dlock_manager_pid(PG_FUNCTION_ARGS)
+{
+	int			pid;
+
+	check_loaded();
+	SpinLockAcquire(&dlock_shared->mutex);
+	pid = dlock_shared->worker_pid;
+	SpinLockRelease(&dlock_shared->mutex);
+	if (pid == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(pid);
 }

@@ -238,6 +238,13 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION dlock_release_all(text) IS
     'release every lock and withdraw every request of the session or owner key';
 
+CREATE FUNCTION dlock_manager_pid()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'dlock_manager_pid'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION dlock_manager_pid() IS
+    'process id of the lock manager (NULL if none runs): the sender of genuine dlock_blocking notifications';
+
 CREATE FUNCTION dlock_new_owner()
 RETURNS text
 AS 'MODULE_PATHNAME', 'dlock_new_owner'
@@ -254,7 +261,8 @@ REVOKE EXECUTE ON FUNCTION
     dlock_release(text, text),
     dlock_renew(text, interval, text),
     dlock_release_all(text),
-    dlock_new_owner()
+    dlock_new_owner(),
+    dlock_manager_pid()
   FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
     dlock_acquire(text, text, interval, interval, text),
@@ -264,8 +272,10 @@ GRANT EXECUTE ON FUNCTION
     dlock_release(text, text),
     dlock_renew(text, interval, text),
     dlock_release_all(text),
-    dlock_new_owner()
+    dlock_new_owner(),
+    dlock_manager_pid()
   TO dlock_user;
+GRANT EXECUTE ON FUNCTION dlock_manager_pid() TO dlock_monitor;
 
 -- Namespaces (dlock.grants); run as the extension's owner, for dlock_admin.
 CREATE FUNCTION dlock_grant(prefix text, role regrole)

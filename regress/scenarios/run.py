@@ -18,7 +18,8 @@ A scenario file (*.scen) is a list of steps, one per line:
     await s1                 collect and print the result of s1's pending SQL
                              ("STILL BLOCKED after 15 s" if it does not end)
     locks                    print dlock.locks, pids shown as session names
-    notifies s1              print the notifications s1 has received
+    notifies s1              print the notifications s1 has received (marked
+                             when not sent by the lock manager's process)
     sleep SECONDS
     cancel s1 | terminate s1 pg_cancel_backend / pg_terminate_backend
     disconnect s1            close the connection (s1 must not be busy)
@@ -241,7 +242,10 @@ class Scenario:
         elif cmd == "notifies":
             s = self.sessions[args[0]]
             s.conn.poll()
-            got = ["NOTIFY %s: %s" % (n.channel, n.payload) for n in s.conn.notifies]
+            manager = self.observe("SELECT dlock_manager_pid()")[0][0]
+            got = ["NOTIFY %s: %s%s" % (n.channel, n.payload,
+                                        "" if n.pid == manager else " (not from the lock manager)")
+                   for n in s.conn.notifies]
             del s.conn.notifies[:]
             self.emit(got or ["(none)"])
         elif cmd == "sleep":

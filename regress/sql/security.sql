@@ -49,16 +49,21 @@ SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
     $$SELECT dlock_renew('sec/a', owner => 'k')$$,
     $$SELECT dlock_release_all('k')$$,
     $$SELECT dlock_new_owner()$$,
+    $$SELECT dlock_manager_pid()$$,
     $$SELECT count(*) FROM dlock.locks$$,
     $$SELECT count(*) FROM dlock.held$$,
     $$SELECT dlock.shown_owner('k')$$]) q;
 RESET ROLE;
 SELECT count(*) AS squatted FROM dlock.locks WHERE name = '/app';
+-- the sender of genuine dlock_blocking notifications
+SELECT dlock_manager_pid() = (SELECT pid FROM pg_stat_activity
+                               WHERE backend_type = 'dlock lock manager') AS manager_pid;
 
 -- dlock_monitor reads the view but takes nothing
 SET ROLE dlock_sec_watch;
 SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
     $$SELECT count(*) FROM dlock.locks$$,
+    $$SELECT dlock_manager_pid()$$,
     $$SELECT dlock_acquire('sec/a')$$,
     $$SELECT count(*) FROM dlock.queue$$]) q;
 RESET ROLE;
