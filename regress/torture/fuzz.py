@@ -8,6 +8,11 @@ arrays with NULLs and duplicates.  Every call must either succeed or fail
 with one of the documented SQLSTATEs; the server must never crash; and
 afterwards nothing may be left queued or held by the fuzzing session.
 
+Then the same calls (and some only an administrator may make) from two
+ordinary login roles in two sessions, one bound to a prefix, the other
+under a quota, sharing owner keys: refusals must be documented (42501,
+53400 added), no role may hold outside its grant or over its quota.
+
 Usage: fuzz.py CALLS   (connection from PG* variables)
 Prints "fuzz: N passed, M failed".
 """
@@ -73,6 +78,100 @@ def call():
     return "SELECT dlock_new_owner()", ()
 
 
+# As ordinary roles: what the roles, grants, quotas and key binding add.
+UNPRIVILEGED = DOCUMENTED | {"42501", "53400", "53200", "54000"}
+FZ_KEYS = ["fz-%d" % i for i in range(5)]
+
+
+def admin_call():
+    """what only dlock_admin or the worker may do"""
+    return rng.choice([
+        ("SELECT dlock_grant(%s, %s)", ("/", "fz_other")),
+        ("SELECT dlock_revoke(%s, %s)", ("/fz", "fz_app")),
+        ("SELECT dlock_set_quota(%s, NULL, NULL)", ("fz_other",)),
+        ("DELETE FROM dlock.grants", ()),
+        ("UPDATE dlock.held SET expires_at = NULL", ()),
+        ("SELECT count(*) FROM dlock.quotas", ()),
+    ])
+
+
+def unprivileged(admin, calls):
+    """Two login roles, one bound to the prefix /fz, the other under a
+    quota of 5 named locks (2 per owner), each in its own session, calling
+    at random with owner keys both know.  Every refusal must be documented;
+    at every 100th call (seen as superuser) fz_app holds nothing outside its
+    grant and fz_other no more named locks than its quota."""
+    cur = admin.cursor()
+    for r in ("fz_app", "fz_other"):
+        cur.execute("DROP ROLE IF EXISTS %s" % r)
+        cur.execute("CREATE ROLE %s LOGIN IN ROLE dlock_user" % r)
+    cur.execute("SELECT dlock_grant('/fz', 'fz_app')")
+    cur.execute("SELECT dlock_set_quota('fz_other', 5, 2)")
+    sessions = []
+    for r in ("fz_app", "fz_other"):
+        c = psycopg2.connect(dbname=os.environ.get("PGDATABASE", "postgres"), user=r)
+        c.autocommit = True
+        c.cursor().execute("SET statement_timeout = '2s'")
+        sessions.append(c)
+    ok = rejected = 0
+    bad = []
+    violations = []
+    for i in range(calls):
+        c = sessions[rng.randrange(2)]
+        sql, args = admin_call() if rng.randrange(20) == 0 else call()
+        try:
+            with c.cursor() as k:
+                k.execute(sql, args)
+                k.fetchall()
+            ok += 1
+        except psycopg2.Error as e:
+            if e.pgcode is None:
+                bad.append("call %d lost the connection: %s %r" % (i, sql, args))
+                break
+            if e.pgcode not in UNPRIVILEGED:
+                bad.append("undocumented SQLSTATE %s (%s) for %s %r"
+                           % (e.pgcode, str(e).strip().splitlines()[0], sql, args))
+            rejected += 1
+        except ValueError:
+            rejected += 1
+        if i % 100 == 99:
+            cur.execute("SELECT count(*) FROM dlock.held WHERE role = 'fz_app'::regrole"
+                        " AND NOT implied AND name <> '/fz' AND name NOT LIKE '/fz/%%'")
+            if cur.fetchone()[0]:
+                violations.append("call %d: fz_app holds a name outside /fz" % i)
+            cur.execute("SELECT count(*) FROM dlock.held WHERE role = 'fz_other'::regrole"
+                        " AND NOT implied")
+            n = cur.fetchone()[0]
+            if n > 5:
+                violations.append("call %d: fz_other holds %d named locks (quota 5)" % (i, n))
+    checks = []
+    for c in sessions:
+        with c.cursor() as k:
+            k.execute("SET statement_timeout = 0")
+            k.execute("SELECT dlock_release_all()")
+            for key in FZ_KEYS + ["fz-owner", "k", "ünïcode-key", "k" * 255]:
+                try:
+                    k.execute("SELECT dlock_release_all(%s)", (key,))
+                except psycopg2.Error as e:
+                    if e.pgcode != "42501":  # the other role's key
+                        bad.append("release_all(%r): %s" % (key, e.pgcode))
+        c.close()
+    cur.execute("SELECT count(*) FROM dlock.held WHERE role IN ('fz_app'::regrole, 'fz_other'::regrole)")
+    checks.append(("unprivileged: nothing left held by the two roles", cur.fetchone()[0] == 0))
+    checks.append(("unprivileged: no lock outside the grant, none over the quota (%s)"
+                   % ("; ".join(violations[:3]) or "checked every 100 calls"), not violations))
+    checks.append(("unprivileged: every rejection documented, no connection lost", not bad))
+    cur.execute("SELECT count(*) FROM dlock.grants WHERE role = 'fz_app'::regrole AND prefix = '/fz'")
+    checks.append(("unprivileged: grants and quotas untouched by the roles",
+                   cur.fetchone()[0] == 1))
+    cur.execute("SELECT dlock_revoke('/fz', 'fz_app'), dlock_set_quota('fz_other', NULL, NULL)")
+    cur.execute("DROP ROLE fz_app, fz_other")
+    print("unprivileged, 2 sessions: %d calls: %d succeeded, %d rejected" % (calls, ok, rejected))
+    for b in bad[:10]:
+        print("  " + b)
+    return checks
+
+
 def main():
     conn = psycopg2.connect(dbname=os.environ.get("PGDATABASE", "postgres"))
     conn.autocommit = True
@@ -114,6 +213,10 @@ def main():
     except psycopg2.Error as e:
         checks.append(("server still answers after fuzzing (%s)" % e, False))
     checks.append(("every rejection carried a documented SQLSTATE, no connection lost", not bad))
+    try:
+        checks += unprivileged(conn, max(CALLS // 2, 500))
+    except psycopg2.Error as e:
+        checks.append(("unprivileged phase ran (%s)" % e, False))
     print("%d calls: %d succeeded, %d rejected" % (CALLS, ok, rejected))
     for b in bad[:10]:
         print("  " + b)
