@@ -5,7 +5,9 @@
 #
 # Workloads (see shared BENCHMARKS.md): 1 uncontended pairs, 2 try-lock
 # pairs, 3 contended hand-off, 4 scale with many held leases and their mass
-# expiry, 5 MySQL/MariaDB (bench/mysql_bench.sh).  Anchors:
+# expiry, 5 MySQL/MariaDB (bench/mysql_bench.sh), 6 dlock vs ZooKeeper
+# (bench/coord.py), 7 adversarial names and crowds (bench/adversarial.sh).
+# Anchors:
 # SELECT 1, pg_advisory_lock, a hand-rolled lock table, and a Redis
 # SET NX PX lock (bench/redis_lock.c, its own redis-server, not durable).
 set -eu
@@ -32,6 +34,9 @@ trap cleanup EXIT
 make -s -C "$ROOT/pg_ext" >/dev/null && make -s -C "$ROOT/pg_ext" install >/dev/null
 gcc -O2 -Wall -o "$DIR/handoff" "$ROOT/bench/handoff.c" -I"$("${PG_CONFIG:-pg_config}" --includedir)" -lpq -lpthread
 gcc -O2 -Wall -o "$DIR/redis_lock" "$ROOT/bench/redis_lock.c" -lhiredis -lpthread
+PGC=${PG_CONFIG:-pg_config}
+gcc -O2 -Wall -o "$DIR/collide" "$ROOT/bench/collide.c" -I"$("$PGC" --includedir)" \
+    -I"$("$PGC" --includedir-server)" -L"$("$PGC" --pkglibdir)" -lpgcommon -lpgport
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
     > "$DIR/redis.log" 2>&1 &
 RPID=$!
@@ -204,6 +209,12 @@ echo >> "$RES"
 /usr/bin/python3 "$ROOT/bench/coord.py" $([ $QUICK -eq 1 ] && echo --quick) --seconds "$T" \
     --zk-port "${BENCH_ZK_PORT:-2191}" --workdir "$DIR" >> "$RES"
 # ---- end of 6 -----------------------------------------------------------------
+
+# ---- 7. Adversarial names and crowds (bench/adversarial.sh) ---------------------
+export DIR T
+if [ $QUICK -eq 1 ]; then "$ROOT/bench/adversarial.sh" "$RES" 3000 4000
+else "$ROOT/bench/adversarial.sh" "$RES" 30000 40000; fi
+# ---- end of 7 -----------------------------------------------------------------
 
 # gnuplot's opening of a hand-offs/s-by-waiters plot: OUTPUT TITLE KEY-PLACE
 handoff_axes() {
