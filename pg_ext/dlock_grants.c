@@ -63,10 +63,21 @@ static bool has_role_named(Oid user, const char *role);
 static bool bump_at_commit = false;
 static bool callbacks_registered = false;
 
+static Oid	cache_grants_relid = InvalidOid;	/* what the cache was read from */
+static Oid	cache_quotas_relid = InvalidOid;
+
 static void
 forget_grants(Datum arg, int cacheid, uint32 hashvalue)
 {
 	cache_valid = false;
+}
+
+/* The tables dropped (DROP EXTENSION) or changed shape: read them again. */
+static void
+forget_grants_rel(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == cache_grants_relid || relid == cache_quotas_relid)
+		cache_valid = false;
 }
 
 static void
@@ -106,6 +117,7 @@ register_callbacks(void)
 	RegisterXactCallback(grants_xact_callback, NULL);
 	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, forget_grants, (Datum) 0);
 	CacheRegisterSyscacheCallback(AUTHOID, forget_grants, (Datum) 0);
+	CacheRegisterRelcacheCallback(forget_grants_rel, (Datum) 0);
 	callbacks_registered = true;
 }
 
@@ -177,6 +189,8 @@ load_grants(Oid user, uint64 generation)
 	cache_n = 0;
 
 	relid = dlock_relid("grants");
+	cache_grants_relid = relid;
+	cache_quotas_relid = dlock_relid("quotas");
 	cache_max_locks = cache_max_locks_per_owner = 0;
 	if (!superuser_arg(user) && OidIsValid(relid))
 	{

@@ -94,6 +94,41 @@ pg psql -X -q -h "$DIR" -p "$PORT" -U postgres -c "CREATE DATABASE other" >/dev/
 expect "create extension in another database" "CREATE EXTENSION dlock" \
     "55000: dlock must be created in database \"postgres\"" other
 expect "works where it belongs" "SELECT dlock_acquire('x') > 0" "ok"
+# a backend that read a role's grants forgets them when DROP EXTENSION
+# drops dlock.grants (no commit of the grants' trigger tells it)
+got=$(pg psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres 2>&1 <<'SQL' | sed -n 's/.*NOTICE:  //p'
+CREATE ROLE setup_app IN ROLE dlock_user;
+SELECT dlock_grant('/mine', 'setup_app');
+SET ROLE setup_app;
+DO $$ BEGIN PERFORM dlock_try_acquire('/elsewhere');
+EXCEPTION WHEN OTHERS THEN RAISE NOTICE 'before: %', SQLSTATE; END $$;
+RESET ROLE;
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock;
+SET ROLE setup_app;
+DO $$ BEGIN
+    FOR i IN 1..100 LOOP
+        BEGIN
+            PERFORM dlock_try_acquire('/elsewhere');
+            RAISE NOTICE 'after: ok'; RETURN;
+        EXCEPTION WHEN OTHERS THEN
+            IF SQLSTATE <> '55000' THEN RAISE NOTICE 'after: %', SQLSTATE; RETURN; END IF;
+            PERFORM pg_sleep(0.1);  -- the lock manager loads the new tables
+        END;
+    END LOOP;
+    RAISE NOTICE 'after: the lock manager did not come back';
+END $$;
+SELECT dlock_release_all();
+RESET ROLE;
+DROP ROLE setup_app;
+SQL
+)
+if [ "$(echo $got)" == "before: 42501 after: ok" ]; then
+    echo "ok   grants forgotten with the extension dropped and created again"; passed=$((passed + 1))
+else
+    echo "FAIL grants forgotten with the extension dropped and created again: $(echo $got)"
+    failed=$((failed + 1))
+fi
 stop
 
 # 4. a clone in a folder whose path has a hyphen and a space (once the
