@@ -238,6 +238,7 @@ typedef struct RoleUse
 	DLmHashNode node;
 	uint32_t	role;
 	int64_t		nnamed;
+	int64_t		nbytes;
 } RoleUse;
 
 static RoleUse *
@@ -255,13 +256,22 @@ role_find(const DLockManager *m, uint32_t role)
 	return NULL;
 }
 
-/* A named holder or waiting part came (+1) or went (-1). */
+/* What a named holder or waiting part of O on L counts for (13). */
+static int64_t
+named_bytes(const DLmLock *l, const DLmOwner *o)
+{
+	return (int64_t) l->name_len + (o->key ? (int64_t) strlen(o->key) : 0);
+}
+
+/* A named holder or waiting part of O on L came (+1) or went (-1). */
 static void
-count_named(DLockManager *m, DLmOwner *o, int delta)
+count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, int delta)
 {
 	RoleUse    *u = role_find(m, o->role);
+	int64_t		bytes = delta * named_bytes(l, o);
 
 	o->nnamed += delta;
+	o->nbytes += bytes;
 	if (u == NULL && delta > 0)
 	{
 		u = alloc0(m, sizeof(RoleUse));
@@ -272,7 +282,10 @@ count_named(DLockManager *m, DLmOwner *o, int delta)
 		dlm_hash_insert(&m->roles, &m->mem, &u->node);
 	}
 	if (u)
+	{
 		u->nnamed += delta;
+		u->nbytes += bytes;
+	}
 }
 
 /* An owner with nothing held or waited for belongs to nobody yet (12). */
@@ -630,7 +643,7 @@ holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, bool implied,
 	h->pair_node.hash = pair_hash(l, o);
 	dlm_hash_insert(&m->pairs, &m->mem, &h->pair_node);
 	if (!implied)
-		count_named(m, o, 1);
+		count_named(m, o, l, 1);
 	l->nheld[mode]++;
 	l->announced = false;		/* a new holder has not been told (8) */
 	holder_changed(m, h);
@@ -657,7 +670,7 @@ waiter_remove(DLockManager *m, DLmWaiter *w)
 	dlm_list_delete(&w->owner_link);
 	m->nwaiters--;
 	if (!w->implied && !w->holder)
-		count_named(m, w->owner, -1);
+		count_named(m, w->owner, w->lock, -1);
 	if (w->holder)
 	{
 		w->lock->nconverting[w->mode]--;
@@ -711,7 +724,7 @@ holder_remove(DLockManager *m, DLmHolder *h)
 	dlm_list_delete(&h->owner_link);
 	dlm_hash_remove(&m->pairs, &h->pair_node);
 	if (!h->implied)
-		count_named(m, h->owner, -1);
+		count_named(m, h->owner, h->lock, -1);
 	h->lock->nheld[h->mode]--;
 	dlm_heap_remove(&m->leases, h);
 	h->p.dead = true;
@@ -938,7 +951,7 @@ enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 	dlm_list_push_tail(&o->waiters, &w->owner_link);
 	m->nwaiters++;
 	if (!implied && !converting)
-		count_named(m, o, 1);
+		count_named(m, o, l, 1);
 	if (m->cfg.queue_row_delay_us > 0)
 		dlm_list_push_tail(&m->young, &w->young_link);	/* a row when due (9) */
 	else
@@ -1781,6 +1794,9 @@ check_limits(const DLockManager *m, const DLmRequest *r)
 {
 	int64_t		parts = 0;
 	int64_t		fresh = 0;
+	int64_t		fresh_bytes = 0;
+	size_t		key_len = r->owner_key ? strlen(r->owner_key) : 0;
+	uint32_t	role;
 	DLmOwner   *o;
 
 	for (int i = 0; i < r->nnames; i++)
@@ -1790,22 +1806,29 @@ check_limits(const DLockManager *m, const DLmRequest *r)
 	if (m->cfg.max_objects > 0 &&
 		(int64_t) m->pairs.count + m->nwaiters + parts > m->cfg.max_objects)
 		return DLM_ERR_NO_SPACE;
-	if (r->role_max_locks <= 0 && r->owner_max_locks <= 0)
+	if (r->role_max_locks <= 0 && r->owner_max_locks <= 0 &&
+		r->role_max_bytes <= 0 && r->owner_max_bytes <= 0)
 		return DLM_OK;
 	o = owner_find(m, r->owner_key, r->pid, r->session_start);
 	for (int i = 0; i < r->nnames; i++)
 	{
-		DLmLock    *l = o ? lock_find(m, r->names[i], strlen(r->names[i])) : NULL;
+		size_t		len = strlen(r->names[i]);
+		DLmLock    *l = o ? lock_find(m, r->names[i], len) : NULL;
 
 		if (l == NULL || named_holder(m, l, o) == NULL)
+		{
 			fresh++;
+			fresh_bytes += (int64_t) (len + key_len);
+		}
 	}
 	if (fresh == 0)
 		return DLM_OK;
-	if (r->owner_max_locks > 0 && (o ? o->nnamed : 0) + fresh > r->owner_max_locks)
+	if ((r->owner_max_locks > 0 && (o ? o->nnamed : 0) + fresh > r->owner_max_locks) ||
+		(r->owner_max_bytes > 0 && (o ? o->nbytes : 0) + fresh_bytes > r->owner_max_bytes))
 		return DLM_ERR_OWNER_QUOTA;
-	if (r->role_max_locks > 0 &&
-		dlm_role_locks(m, o && owner_in_use(o) ? o->role : r->role) + fresh > r->role_max_locks)
+	role = o && owner_in_use(o) ? o->role : r->role;
+	if ((r->role_max_locks > 0 && dlm_role_locks(m, role) + fresh > r->role_max_locks) ||
+		(r->role_max_bytes > 0 && dlm_role_bytes(m, role) + fresh_bytes > r->role_max_bytes))
 		return DLM_ERR_ROLE_QUOTA;
 	return DLM_OK;
 }
@@ -2005,6 +2028,14 @@ dlm_role_locks(const DLockManager *m, uint32_t role)
 	const RoleUse *u = role_find(m, role);
 
 	return u ? u->nnamed : 0;
+}
+
+int64_t
+dlm_role_bytes(const DLockManager *m, uint32_t role)
+{
+	const RoleUse *u = role_find(m, role);
+
+	return u ? u->nbytes : 0;
 }
 
 /* ---------------------------------------------------------------------

@@ -197,10 +197,13 @@ typedef struct DLmRequest
 	bool		any_role;
 	/*
 	 * Quotas of the asker (13), 0 for none: named locks held or waited for
-	 * by all the owners of the role, and by this owner.
+	 * by all the owners of the role, and by this owner; and their bytes
+	 * (each the name's length plus the owner key's).
 	 */
 	int64_t		role_max_locks;
 	int64_t		owner_max_locks;
+	int64_t		role_max_bytes;
+	int64_t		owner_max_bytes;
 } DLmRequest;
 
 /* Where a holder or waiter stands against the store. */
@@ -223,6 +226,7 @@ struct DLmOwner
 	int64_t		session_start;
 	uint32_t	role;			/* the role whose request made it (12) */
 	int64_t		nnamed;			/* named locks it holds or waits for (13) */
+	int64_t		nbytes;			/* their bytes: name and key lengths (13) */
 	/* private */
 	DLmHashNode hash_node;
 	DLmList		holders;		/* DLmHolder.owner_link */
@@ -376,8 +380,9 @@ extern DLockTime dlm_next_queue_row(const DLockManager *m);
 extern void dlm_set_queue_row_delay(DLockManager *m, int64_t us);
 /* New limits (a reload): max_objects and max_parts as in DLmConfig. */
 extern void dlm_set_limits(DLockManager *m, int64_t max_objects, int max_parts);
-/* Named locks held or waited for by the owners of a role (13). */
+/* Named locks held or waited for by the owners of a role, and their bytes (13). */
 extern int64_t dlm_role_locks(const DLockManager *m, uint32_t role);
+extern int64_t dlm_role_bytes(const DLockManager *m, uint32_t role);
 /* When the soonest lease runs out; 0: no lease. */
 extern DLockTime dlm_next_expiry(const DLockManager *m);
 

@@ -323,9 +323,21 @@ owner_get(Model *m, const char *key, int32_t pid, int64_t start)
 	return i;
 }
 
-/* 13: named locks held or waited for by an owner, or by a role's owners */
+/* 13: what a named lock of an owner counts for: its name's and key's bytes */
 static int64_t
-named_count(const Model *m, int owner, bool by_role, uint32_t role)
+lock_bytes(const Model *m, int lock, int owner)
+{
+	const char *key = m->owners[owner].key;
+
+	return (int64_t) strlen(m->locks[lock].name) + (key ? (int64_t) strlen(key) : 0);
+}
+
+/*
+ * 13: named locks held or waited for by an owner, or by a role's owners;
+ * with bytes, their bytes instead
+ */
+static int64_t
+named_count(const Model *m, int owner, bool by_role, uint32_t role, bool bytes)
 {
 	int64_t		n = 0;
 
@@ -335,7 +347,7 @@ named_count(const Model *m, int owner, bool by_role, uint32_t role)
 
 		if (h->live && !h->implied &&
 			(by_role ? m->owners[h->owner].role == role : h->owner == owner))
-			n++;
+			n += bytes ? lock_bytes(m, h->lock, h->owner) : 1;
 	}
 	for (int i = 0; i < m->nwaiters; i++)
 	{
@@ -343,7 +355,7 @@ named_count(const Model *m, int owner, bool by_role, uint32_t role)
 
 		if (w->live && !w->implied && w->holder < 0 &&
 			(by_role ? m->owners[w->owner].role == role : w->owner == owner))
-			n++;
+			n += bytes ? lock_bytes(m, w->lock, w->owner) : 1;
 	}
 	return n;
 }
@@ -1684,6 +1696,9 @@ limits(const Model *m, const DLmRequest *r)
 	int64_t		parts = 0;
 	int64_t		objects = 0;
 	int64_t		fresh = 0;
+	int64_t		fresh_bytes = 0;
+	int64_t		key_len = r->owner_key ? (int64_t) strlen(r->owner_key) : 0;
+	uint32_t	role;
 	int			o;
 
 	for (int i = 0; i < r->nnames; i++)
@@ -1704,7 +1719,8 @@ limits(const Model *m, const DLmRequest *r)
 		objects += m->waiters[i].live;
 	if (m->max_objects > 0 && objects + parts > m->max_objects)
 		return DLM_ERR_NO_SPACE;
-	if (r->role_max_locks <= 0 && r->owner_max_locks <= 0)
+	if (r->role_max_locks <= 0 && r->owner_max_locks <= 0 &&
+		r->role_max_bytes <= 0 && r->owner_max_bytes <= 0)
 		return DLM_OK;
 	o = owner_find(m, r->owner_key, r->pid, r->session_start);
 	for (int i = 0; i < r->nnames; i++)
@@ -1712,16 +1728,23 @@ limits(const Model *m, const DLmRequest *r)
 		int			l = o >= 0 ? lock_find(m, r->names[i]) : -1;
 
 		if (l < 0 || named_holder(m, l, o) < 0)
+		{
 			fresh++;
+			fresh_bytes += (int64_t) strlen(r->names[i]) + key_len;
+		}
 	}
 	if (fresh == 0)
 		return DLM_OK;
-	if (r->owner_max_locks > 0 &&
-		(o >= 0 ? named_count(m, o, false, 0) : 0) + fresh > r->owner_max_locks)
+	if ((r->owner_max_locks > 0 &&
+		 (o >= 0 ? named_count(m, o, false, 0, false) : 0) + fresh > r->owner_max_locks) ||
+		(r->owner_max_bytes > 0 &&
+		 (o >= 0 ? named_count(m, o, false, 0, true) : 0) + fresh_bytes > r->owner_max_bytes))
 		return DLM_ERR_OWNER_QUOTA;
-	if (r->role_max_locks > 0 &&
-		named_count(m, -1, true, o >= 0 && owner_in_use(m, o) ? m->owners[o].role : r->role) +
-		fresh > r->role_max_locks)
+	role = o >= 0 && owner_in_use(m, o) ? m->owners[o].role : r->role;
+	if ((r->role_max_locks > 0 &&
+		 named_count(m, -1, true, role, false) + fresh > r->role_max_locks) ||
+		(r->role_max_bytes > 0 &&
+		 named_count(m, -1, true, role, true) + fresh_bytes > r->role_max_bytes))
 		return DLM_ERR_ROLE_QUOTA;
 	return DLM_OK;
 }

@@ -313,6 +313,8 @@ static uint32_t req_role;		/* every request's role (12) ... */
 static bool req_any_role;		/* ... and whether it may act for any role */
 static int64_t req_role_max;	/* every request's quotas (13) */
 static int64_t req_owner_max;
+static int64_t req_role_max_bytes;
+static int64_t req_owner_max_bytes;
 
 static DLmConfig
 config(int nreq, int64_t reserve)
@@ -664,6 +666,8 @@ submit(DLockOp op, int requester, int session, const char *key, int mode,
 	r.any_role = req_any_role;
 	r.role_max_locks = req_role_max;
 	r.owner_max_locks = req_owner_max;
+	r.role_max_bytes = req_role_max_bytes;
+	r.owner_max_bytes = req_owner_max_bytes;
 	begin_event();
 	dlm_request(M, &r, NOW);
 	after_event();
@@ -1042,6 +1046,34 @@ test_limits(void)
 	acq(2, "M2", "a", EX, 1000000);	/* the release freed a place */
 	CHECK_ST(2, GRANTED);
 	req_role_max = 0;
+	teardown();
+
+	/* bytes: a named lock counts its name's length and its owner key's */
+	setup(8, 1000000, 1);
+	use(u, 6);
+	NOW = 10;
+	req_role = 7;
+	req_owner_max_bytes = 5;
+	acq(0, "KK", "a", EX, 1000000);	/* 1 + 2 */
+	CHECK_ST(0, GRANTED);
+	acq(0, "KK", "b", EX, 1000000);	/* 3 + 3 > 5 */
+	CHECK_REFUSED_WITH(0, DLM_ERR_OWNER_QUOTA);
+	acq(0, "KK", "a", EX, 1000000);	/* re-entrant: nothing new */
+	CHECK_ST(0, GRANTED);
+	CHECK_EQ(dlm_lookup(M, "a") != NULL ? NH("a", "KK", 0)->owner->nbytes : -1, 3);
+	req_owner_max_bytes = 0;
+	req_role_max_bytes = 8;
+	acq(1, "K2", "b", EX, 1000000);
+	CHECK_ST(1, GRANTED);
+	CHECK_EQ(dlm_role_bytes(M, 7), 6);
+	acq(2, "K3", "c", EX, 1000000);	/* 6 + 3 > 8 */
+	CHECK_REFUSED_WITH(2, DLM_ERR_ROLE_QUOTA);
+	acq(2, NULL, "c", EX, 0);		/* a session's: the name alone, 7 */
+	CHECK_ST(2, GRANTED);
+	rel(0, "KK", "a");
+	rel(0, "KK", "a");
+	CHECK_EQ(dlm_role_bytes(M, 7), 4);
+	req_role_max_bytes = 0;
 	req_role = 0;
 	teardown();
 }

@@ -104,6 +104,8 @@ typedef struct Event
 	bool		any_role;		/* ... whether it may act for any role */
 	int64_t		role_max;		/* 13: its quotas */
 	int64_t		owner_max;
+	int64_t		role_max_bytes;
+	int64_t		owner_max_bytes;
 	/* withdraw */
 	int			nreqs;
 	int			reqs[NREQ];
@@ -1156,6 +1158,8 @@ to_request(const Event *e, DLmRequest *r)
 	r->any_role = e->any_role;
 	r->role_max_locks = e->role_max;
 	r->owner_max_locks = e->owner_max;
+	r->role_max_bytes = e->role_max_bytes;
+	r->owner_max_bytes = e->owner_max_bytes;
 }
 
 /* Can the event run now?  (A requester with a waiting request asks nothing.) */
@@ -1645,6 +1649,8 @@ gen_event(Gen *g, const Model *m, Event *e)
 		/* quotas: mostly none, sometimes tight */
 		e->role_max = rnd(&g->rng, 6) == 0 ? 1 + (int64_t) rnd(&g->rng, 6) : 0;
 		e->owner_max = rnd(&g->rng, 6) == 0 ? 1 + (int64_t) rnd(&g->rng, 3) : 0;
+		e->role_max_bytes = rnd(&g->rng, 8) == 0 ? 4 + (int64_t) rnd(&g->rng, 40) : 0;
+		e->owner_max_bytes = rnd(&g->rng, 8) == 0 ? 4 + (int64_t) rnd(&g->rng, 20) : 0;
 		e->mode = gen_mode(g);
 		e->ttl = rnd(&g->rng, 100) < g->ttl_pct ? UNIT * (1 + rnd(&g->rng, 8)) : 0;
 		nheld = held_names(m, e->key, e->pid, e->start, held);
@@ -1931,6 +1937,10 @@ print_event_c(const Event *e)
 					printf(", .role_max_locks = %" PRId64, e->role_max);
 				if (e->owner_max)
 					printf(", .owner_max_locks = %" PRId64, e->owner_max);
+				if (e->role_max_bytes)
+					printf(", .role_max_bytes = %" PRId64, e->role_max_bytes);
+				if (e->owner_max_bytes)
+					printf(", .owner_max_bytes = %" PRId64, e->owner_max_bytes);
 				printf("};\n\n\t\tdlm_request(m, &r, %" PRId64 ");\n\t}\n", e->now);
 				break;
 			}

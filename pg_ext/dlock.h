@@ -43,6 +43,15 @@
 /* dlock_acquire_all: at most DLOCK_MAX_MULTI names, in at least this many bytes */
 #define DLOCK_MULTI_BYTES 8192
 
+/* A role's quotas (dlock.quotas, core rule 13); 0: no limit. */
+typedef struct DLockQuotas
+{
+	int64		max_locks;		/* named locks of all its owners */
+	int64		max_locks_per_owner;
+	int64		max_bytes;		/* their names' and keys' bytes */
+	int64		max_bytes_per_owner;
+} DLockQuotas;
+
 typedef enum DLockSlotState
 {
 	DLOCK_SLOT_FREE = 0,
@@ -79,8 +88,7 @@ typedef struct DLockSlot
 	int			owner_len;		/* 0: the session is the owner */
 	Oid			role;			/* the user that asked (GetUserId) */
 	bool		any_role;		/* a dlock_admin: may use another role's key */
-	int64		role_max_locks; /* its quotas (dlock.quotas); 0: none */
-	int64		owner_max_locks;
+	DLockQuotas quotas;			/* its role's (dlock.quotas); 0: none */
 
 	/* set by the worker once the request waits in the queue (committed) */
 	int64		ticket;
@@ -168,7 +176,7 @@ extern void dlock_check_name_arg(const char *name, int len);
 /* dlock_grants.c */
 extern void dlock_check_namespace(const char *name, int len);
 extern bool dlock_is_admin(Oid user);
-extern void dlock_quotas_of(Oid user, int64 *max_locks, int64 *max_locks_per_owner);
+extern void dlock_quotas_of(Oid user, DLockQuotas *quotas);
 
 /* dlock_worker.c */
 extern PGDLLEXPORT void dlock_worker_main(Datum main_arg);

@@ -373,8 +373,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 {
 	Oid			role = GetUserId();
 	bool		any_role;
-	int64		role_max_locks = 0;
-	int64		owner_max_locks = 0;
+	DLockQuotas quotas = {0};
 
 	/*
 	 * Looked up before the spinlock.  An undo is of this session's own
@@ -383,7 +382,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	 */
 	any_role = req->undo || (req->owner && dlock_is_admin(role));
 	if (dlock_op_grants(req->op) && !req->undo)
-		dlock_quotas_of(role, &role_max_locks, &owner_max_locks);
+		dlock_quotas_of(role, &quotas);
 
 	SpinLockAcquire(&slot->mutex);
 	Assert(slot->state == DLOCK_SLOT_FREE);
@@ -400,8 +399,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 		memcpy(dlock_slot_owner(slot), req->owner, req->owner_len);
 	slot->role = role;
 	slot->any_role = any_role;
-	slot->role_max_locks = role_max_locks;
-	slot->owner_max_locks = owner_max_locks;
+	slot->quotas = quotas;
 	slot->ticket = 0;
 	slot->status = DLOCK_STATUS_NONE;
 	slot->cancel = false;

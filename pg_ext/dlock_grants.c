@@ -55,8 +55,7 @@ static Oid	cache_user = InvalidOid;
 static uint64 cache_generation = 0;
 static Prefix *cache_prefixes = NULL;
 static int	cache_n = 0;			/* 0: the user is bound by no grant */
-static int64 cache_max_locks = 0;	/* the user's quotas (dlock.quotas); 0: none */
-static int64 cache_max_locks_per_owner = 0;
+static DLockQuotas cache_quotas;	/* the user's (dlock.quotas); 0: none */
 
 static bool has_role_named(Oid user, const char *role);
 
@@ -140,19 +139,18 @@ load_quotas(Oid user, Snapshot snapshot)
 	TableScanDesc scan;
 	TupleTableSlot *slot;
 
-	cache_max_locks = cache_max_locks_per_owner = 0;
+	memset(&cache_quotas, 0, sizeof(cache_quotas));
 	if (!OidIsValid(relid))
 		return;
 	rel = table_open(relid, AccessShareLock);
 	desc = RelationGetDescr(rel);
-	if (desc->natts < 3 ||
-		TupleDescAttr(desc, 0)->atttypid != REGROLEOID ||
-		TupleDescAttr(desc, 1)->atttypid != INT8OID ||
-		TupleDescAttr(desc, 2)->atttypid != INT8OID)
+	if (desc->natts < 5 || TupleDescAttr(desc, 0)->atttypid != REGROLEOID ||
+		TupleDescAttr(desc, 1)->atttypid != INT8OID || TupleDescAttr(desc, 2)->atttypid != INT8OID ||
+		TupleDescAttr(desc, 3)->atttypid != INT8OID || TupleDescAttr(desc, 4)->atttypid != INT8OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("dlock.quotas does not have the shape dlock created"),
-				 errhint("Its first columns must be role regrole, max_locks bigint, max_locks_per_owner bigint.")));
+				 errhint("Its first columns must be role regrole and four bigint quotas.")));
 	scan = table_beginscan(rel, snapshot, 0, NULL);
 	slot = table_slot_create(rel, NULL);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
@@ -160,12 +158,17 @@ load_quotas(Oid user, Snapshot snapshot)
 		bool		isnull;
 		Datum		role = slot_getattr(slot, 1, &isnull);
 
+		int64	   *fields[4] = {&cache_quotas.max_locks, &cache_quotas.max_locks_per_owner,
+			&cache_quotas.max_bytes, &cache_quotas.max_bytes_per_owner};
+
 		if (isnull || DatumGetObjectId(role) != user)
 			continue;
-		role = slot_getattr(slot, 2, &isnull);
-		cache_max_locks = isnull ? 0 : DatumGetInt64(role);
-		role = slot_getattr(slot, 3, &isnull);
-		cache_max_locks_per_owner = isnull ? 0 : DatumGetInt64(role);
+		for (int c = 0; c < 4; c++)
+		{
+			Datum		v = slot_getattr(slot, c + 2, &isnull);
+
+			*fields[c] = isnull ? 0 : DatumGetInt64(v);
+		}
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);
@@ -191,7 +194,7 @@ load_grants(Oid user, uint64 generation)
 	relid = dlock_relid("grants");
 	cache_grants_relid = relid;
 	cache_quotas_relid = dlock_relid("quotas");
-	cache_max_locks = cache_max_locks_per_owner = 0;
+	memset(&cache_quotas, 0, sizeof(cache_quotas));
 	if (!superuser_arg(user) && OidIsValid(relid))
 	{
 		Relation	rel = table_open(relid, AccessShareLock);
@@ -304,18 +307,12 @@ dlock_check_namespace(const char *name, int len)
 			 errhint("A member of dlock_admin can grant a prefix with dlock_grant().")));
 }
 
-/*
- * dlock_quotas_of
- *		The user's quotas from dlock.quotas (superusers have none): named
- *		locks held or waited for by all its owners, and by one owner; 0 for
- *		no limit.
- */
+/* The user's quotas from dlock.quotas (superusers have none); 0: no limit. */
 void
-dlock_quotas_of(Oid user, int64 *max_locks, int64 *max_locks_per_owner)
+dlock_quotas_of(Oid user, DLockQuotas *quotas)
 {
 	refresh(user);
-	*max_locks = cache_max_locks;
-	*max_locks_per_owner = cache_max_locks_per_owner;
+	*quotas = cache_quotas;
 }
 
 /*

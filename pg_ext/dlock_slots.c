@@ -362,8 +362,7 @@ copy_request(DLockSlot *slot, int slotno, Request *r)
 	r->session_start = slot->session_start;
 	r->role = slot->role;
 	r->any_role = slot->any_role;
-	r->role_max_locks = slot->role_max_locks;
-	r->owner_max_locks = slot->owner_max_locks;
+	r->quotas = slot->quotas;
 	/* several names, NUL-separated: acquire_all, or a release undoing one */
 	r->nnames = slot->nnames;
 	r->names = palloc(sizeof(char *) * r->nnames);

@@ -33,8 +33,7 @@ typedef struct Request
 	char	   *owner;			/* NULL: the session */
 	Oid			role;			/* the user that asked */
 	bool		any_role;		/* may use another role's owner key */
-	int64		role_max_locks; /* its quotas; 0: none */
-	int64		owner_max_locks;
+	DLockQuotas quotas;			/* its role's; 0: none */
 	/* for a session that ended: where its last request stood */
 	DLockSlotState state;
 	DLockStatus status;

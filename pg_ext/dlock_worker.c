@@ -385,8 +385,10 @@ execute(Request *r, TimestampTz now)
 	q.timeout_at = r->timeout_at;
 	q.role = r->role;
 	q.any_role = r->any_role;
-	q.role_max_locks = r->role_max_locks;
-	q.owner_max_locks = r->owner_max_locks;
+	q.role_max_locks = r->quotas.max_locks;
+	q.owner_max_locks = r->quotas.max_locks_per_owner;
+	q.role_max_bytes = r->quotas.max_bytes;
+	q.owner_max_bytes = r->quotas.max_bytes_per_owner;
 	/* an error is answered to the request (on_answer) */
 	(void) dlm_request(lock_manager, &q, now);
 }

@@ -125,12 +125,15 @@ SELECT pg_catalog.pg_extension_config_dump('dlock.grants', '');
 
 /*
  * Quotas: named locks a role's owners may hold or wait for in all, and one
- * owner of it; NULL for no limit.  Set through dlock_set_quota().
+ * owner of it, and their bytes (names and owner keys); NULL for no limit.
+ * Set through dlock_set_quota().
  */
 CREATE TABLE dlock.quotas (
     role                 regrole NOT NULL PRIMARY KEY,
     max_locks            bigint,
-    max_locks_per_owner  bigint
+    max_locks_per_owner  bigint,
+    max_bytes            bigint,
+    max_bytes_per_owner  bigint
 );
 COMMENT ON TABLE dlock.quotas IS 'per-role lock quotas; a role without a row has none';
 SELECT pg_catalog.pg_extension_config_dump('dlock.quotas', '');
@@ -298,7 +301,9 @@ REVOKE EXECUTE ON FUNCTION dlock_grant(text, regrole), dlock_revoke(text, regrol
 GRANT EXECUTE ON FUNCTION dlock_grant(text, regrole), dlock_revoke(text, regrole) TO dlock_admin;
 
 CREATE FUNCTION dlock_set_quota(role regrole, max_locks bigint,
-                                max_locks_per_owner bigint DEFAULT NULL)
+                                max_locks_per_owner bigint DEFAULT NULL,
+                                max_bytes bigint DEFAULT NULL,
+                                max_bytes_per_owner bigint DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -308,22 +313,26 @@ BEGIN
     IF role IS NULL THEN
         RAISE EXCEPTION 'role must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF max_locks <= 0 OR max_locks_per_owner <= 0 THEN
+    IF max_locks <= 0 OR max_locks_per_owner <= 0 OR max_bytes <= 0 OR max_bytes_per_owner <= 0 THEN
         RAISE EXCEPTION 'a quota must be positive'
             USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL means no limit.';
     END IF;
-    IF max_locks IS NULL AND max_locks_per_owner IS NULL THEN
+    IF max_locks IS NULL AND max_locks_per_owner IS NULL AND max_bytes IS NULL
+       AND max_bytes_per_owner IS NULL THEN
         DELETE FROM dlock.quotas q WHERE q.role OPERATOR(pg_catalog.=) role;
     ELSE
-        INSERT INTO dlock.quotas AS q (role, max_locks, max_locks_per_owner)
-        VALUES (role, max_locks, max_locks_per_owner)
+        INSERT INTO dlock.quotas AS q (role, max_locks, max_locks_per_owner, max_bytes,
+                                       max_bytes_per_owner)
+        VALUES (role, max_locks, max_locks_per_owner, max_bytes, max_bytes_per_owner)
         ON CONFLICT ON CONSTRAINT quotas_pkey
         DO UPDATE SET max_locks = EXCLUDED.max_locks,
-                      max_locks_per_owner = EXCLUDED.max_locks_per_owner;
+                      max_locks_per_owner = EXCLUDED.max_locks_per_owner,
+                      max_bytes = EXCLUDED.max_bytes,
+                      max_bytes_per_owner = EXCLUDED.max_bytes_per_owner;
     END IF;
 END
 $$;
-COMMENT ON FUNCTION dlock_set_quota(regrole, bigint, bigint) IS
-    'at most max_locks named locks held or waited for by the role, max_locks_per_owner by one owner of it; NULL: no limit';
-REVOKE EXECUTE ON FUNCTION dlock_set_quota(regrole, bigint, bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION dlock_set_quota(regrole, bigint, bigint) TO dlock_admin;
+COMMENT ON FUNCTION dlock_set_quota(regrole, bigint, bigint, bigint, bigint) IS
+    'at most max_locks named locks (max_bytes of names and keys) held or waited for by the role, max_locks_per_owner (max_bytes_per_owner) by one owner of it; NULL: no limit';
+REVOKE EXECUTE ON FUNCTION dlock_set_quota(regrole, bigint, bigint, bigint, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dlock_set_quota(regrole, bigint, bigint, bigint, bigint) TO dlock_admin;

@@ -299,6 +299,16 @@ SELECT count(*) FILTER (WHERE dlock_sec.outcome(pg_catalog.format(
 SELECT sum(dlock_release_all('f' || i)) AS flood_released FROM generate_series(1, 100) i;
 SELECT dlock_release_all('qk1');
 RESET ROLE;
+-- a quota of bytes: a lock counts its name's length and its owner key's
+SELECT dlock_set_quota('dlock_sec_q', NULL, NULL, 20);
+SET ROLE dlock_sec_q;
+SELECT dlock_sec.outcome($$SELECT dlock_acquire('q/0123456789')$$) AS twelve_bytes,
+       dlock_sec.outcome($$SELECT dlock_acquire('q/abcdefghij')$$) AS twelve_more,
+       dlock_sec.outcome($$SELECT dlock_try_acquire('q/x', ttl => '1 min', owner => 'k1')$$) AS five,
+       dlock_sec.outcome($$SELECT dlock_try_acquire('q/y', ttl => '1 min', owner => 'k1')$$) AS five_more;
+SELECT dlock_release_all() AS released, dlock_release_all('k1') AS released_key;
+RESET ROLE;
+SELECT dlock_set_quota('dlock_sec_q', NULL, NULL, NULL, NULL);
 
 DROP ROLE dlock_sec_nobody, dlock_sec_app, dlock_sec_watch, dlock_sec_stats, dlock_sec_admin,
           dlock_sec_a, dlock_sec_other, dlock_sec_team, dlock_sec_evil, dlock_sec_q;
