@@ -78,6 +78,25 @@ def call():
     return "SELECT dlock_new_owner()", ()
 
 
+def attempt(cur, i, sql, args, allowed, bad):
+    """One call: "ok", "rejected" (with a documented SQLSTATE, else noted in
+    bad), or "lost" (the connection went: noted in bad)."""
+    try:
+        cur.execute(sql, args)
+        cur.fetchall()
+        return "ok"
+    except psycopg2.Error as e:
+        if e.pgcode is None:
+            bad.append("call %d lost the connection: %s %r" % (i, sql, args))
+            return "lost"
+        if e.pgcode not in allowed:
+            bad.append("undocumented SQLSTATE %s (%s) for %s %r"
+                       % (e.pgcode, str(e).strip().splitlines()[0], sql, args))
+        return "rejected"
+    except ValueError:
+        return "rejected"  # a NUL byte never reaches the server
+
+
 # As ordinary roles: what the roles, grants, quotas and key binding add.
 UNPRIVILEGED = DOCUMENTED | {"42501", "53400", "53200", "54000"}
 FZ_KEYS = ["fz-%d" % i for i in range(5)]
@@ -117,23 +136,13 @@ def unprivileged(admin, calls):
     bad = []
     violations = []
     for i in range(calls):
-        c = sessions[rng.randrange(2)]
         sql, args = admin_call() if rng.randrange(20) == 0 else call()
-        try:
-            with c.cursor() as k:
-                k.execute(sql, args)
-                k.fetchall()
-            ok += 1
-        except psycopg2.Error as e:
-            if e.pgcode is None:
-                bad.append("call %d lost the connection: %s %r" % (i, sql, args))
-                break
-            if e.pgcode not in UNPRIVILEGED:
-                bad.append("undocumented SQLSTATE %s (%s) for %s %r"
-                           % (e.pgcode, str(e).strip().splitlines()[0], sql, args))
-            rejected += 1
-        except ValueError:
-            rejected += 1
+        with sessions[rng.randrange(2)].cursor() as k:
+            result = attempt(k, i, sql, args, UNPRIVILEGED, bad)
+        if result == "lost":
+            break
+        ok += result == "ok"
+        rejected += result == "rejected"
         if i % 100 == 99:
             cur.execute("SELECT count(*) FROM dlock.held WHERE role = 'fz_app'::regrole"
                         " AND NOT implied AND name <> '/fz' AND name NOT LIKE '/fz/%%'")
@@ -181,20 +190,11 @@ def main():
     bad = []
     for i in range(CALLS):
         sql, args = call()
-        try:
-            cur.execute(sql, args)
-            cur.fetchall()
-            ok += 1
-        except psycopg2.Error as e:
-            if e.pgcode is None:
-                bad.append("call %d lost the connection: %s %r" % (i, sql, args))
-                break
-            if e.pgcode not in DOCUMENTED:
-                bad.append("undocumented SQLSTATE %s (%s) for %s %r"
-                           % (e.pgcode, str(e).strip().splitlines()[0], sql, args))
-            rejected += 1
-        except ValueError:
-            rejected += 1  # a NUL byte never reaches the server
+        result = attempt(cur, i, sql, args, DOCUMENTED, bad)
+        if result == "lost":
+            break
+        ok += result == "ok"
+        rejected += result == "rejected"
         if i % 500 == 499:
             cur.execute("SELECT dlock_release_all()")
     passed = failed = 0
