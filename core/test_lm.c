@@ -840,10 +840,11 @@ test_basic(void)
 	teardown();
 }
 
-#define CHECK_NOT_YOURS(c) \
+/* c's last answer is an ERROR with this DLmError */
+#define CHECK_REFUSED_WITH(c, e) \
 	do { \
 		CHECK_ST(c, ERROR); \
-		CHECK_EQ(recs[c].error, DLM_ERR_NOT_YOURS); \
+		CHECK_EQ(recs[c].error, e); \
 	} while (0)
 
 /*
@@ -870,18 +871,18 @@ test_owner_role(void)
 
 	req_role = 2;
 	rel(1, "K", "x");
-	CHECK_NOT_YOURS(1);
+	CHECK_REFUSED_WITH(1, DLM_ERR_NOT_YOURS);
 	renew(1, "K", "x", 5000000, 0);
-	CHECK_NOT_YOURS(1);
+	CHECK_REFUSED_WITH(1, DLM_ERR_NOT_YOURS);
 	conv(1, "K", "x", PR);
-	CHECK_NOT_YOURS(1);
+	CHECK_REFUSED_WITH(1, DLM_ERR_NOT_YOURS);
 	acq(1, "K", "y", EX, 1000000);
-	CHECK_NOT_YOURS(1);
+	CHECK_REFUSED_WITH(1, DLM_ERR_NOT_YOURS);
 	CHECK(dlm_lookup(M, "y") == NULL);
 	try_acq(1, "K", "x", EX, 1000000);
-	CHECK_NOT_YOURS(1);
+	CHECK_REFUSED_WITH(1, DLM_ERR_NOT_YOURS);
 	relall(1, "K");
-	CHECK_NOT_YOURS(1);
+	CHECK_REFUSED_WITH(1, DLM_ERR_NOT_YOURS);
 	h = NH("x", "K", 0);
 	CHECK(h != NULL && h->count == 1 && h->mode == EX && h->expires_at == 10 + 1000000);
 	CHECK(dlm_touched_holders(M) == NULL);
@@ -908,7 +909,7 @@ test_owner_role(void)
 	CHECK(h != NULL && h->owner->role == 2);
 	req_role = 1;
 	rel(0, "K", "x");
-	CHECK_NOT_YOURS(0);
+	CHECK_REFUSED_WITH(0, DLM_ERR_NOT_YOURS);
 
 	/* a waiting request alone puts a key in use */
 	acq(2, NULL, "z", EX, 0);
@@ -917,7 +918,7 @@ test_owner_role(void)
 	CHECK_ST(3, QUEUED);
 	req_role = 2;
 	relall(4, "W");
-	CHECK_NOT_YOURS(4);
+	CHECK_REFUSED_WITH(4, DLM_ERR_NOT_YOURS);
 	CHECK(dlm_waiter_of(M, 3) != NULL);
 	/* a session's own requests are never refused for its role */
 	rel(2, NULL, "z");
@@ -934,36 +935,21 @@ test_owner_role(void)
 	setup(8, 100, 1);
 	dlm_set_counter(M, 5000);
 	cur_hi = 5000;
-	memset(&row, 0, sizeof(row));
-	row.name = "x";
-	row.owner_key = "L";
-	row.pid = 50;
-	row.backend_start = 500;
-	row.mode = EX;
-	row.count = 1;
-	row.token = 4000;
-	row.granted_at = 10;
-	row.expires_at = 10000;
-	row.ttl_us = 5000;
-	row.role = 7;
+	row = (DLmHolderRow) {.name = "x", .owner_key = "L", .pid = 50, .backend_start = 500,
+		.mode = EX, .count = 1, .token = 4000, .granted_at = 10, .expires_at = 10000,
+	.ttl_us = 5000, .role = 7};
 	CHECK_EQ(dlm_load_holder(M, &row), DLM_OK);
 	dlm_settle(M);
 	NOW = 20;
 	req_role = 8;
 	rel(0, "L", "x");
-	CHECK_NOT_YOURS(0);
+	CHECK_REFUSED_WITH(0, DLM_ERR_NOT_YOURS);
 	req_role = 7;
 	rel(0, "L", "x");
 	CHECK_ST(0, RELEASED);
 	req_role = 0;
 	teardown();
 }
-
-#define CHECK_REFUSED_WITH(c, e) \
-	do { \
-		CHECK_ST(c, ERROR); \
-		CHECK_EQ(recs[c].error, e); \
-	} while (0)
 
 /*
  * 13: limits.  Parts count path depth; the objects in all bound every new
