@@ -1120,6 +1120,9 @@ grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 			waiter_remove(m, c);
 			convert_now(m, h, c->mode, now);
 			answer_granted(m, requester, h);
+			/* its old mode may have held back a conversion before it (6) */
+			if (ahead)
+				scan_later(m, l);
 		}
 	}
 

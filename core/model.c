@@ -954,6 +954,9 @@ grant_pass(Model *m, int lock)
 				req_leave(m, r, false);
 				convert_holder(m, h, W->mode);
 				answer_holder(m, m->reqs[r]->requester, h);
+				/* its old mode may have held back one before it */
+				if (ahead)
+					scan_push(m, lock);
 				continue;
 			}
 			if (others_grantable(m, w))

@@ -840,6 +840,38 @@ test_basic(void)
 	teardown();
 }
 
+/*
+ * 6: two holders converting up at once.  When the one behind is granted, it
+ * gives up the mode that held the one before it back: that one is granted
+ * in the same event, not left waiting for a pass that never comes (found
+ * by the reference model's invariants in a 10M-event run).
+ */
+static void
+test_conversion_frees_earlier(void)
+{
+	static const char *const u[] = {"c"};
+
+	setup(8, 1000000, 1);
+	use(u, 1);
+	NOW = 10;
+	acq(0, "A", "c", NL, 0);
+	CHECK_ST(0, GRANTED);
+	acq(1, NULL, "c", CW, 0);
+	CHECK_ST(1, GRANTED);
+	acq(2, NULL, "c", CW, 1000);
+	CHECK_ST(2, GRANTED);
+	conv(0, "A", "c", PR);			/* behind the CW of 1 and 2 */
+	CHECK_ST(0, QUEUED);
+	conv(1, NULL, "c", PR);			/* behind the CW of 2 */
+	CHECK_ST(1, QUEUED);
+	NOW = 2000;
+	expire(10);						/* 2's lease: 1 converts, then 0 can */
+	CHECK_ST(1, GRANTED);
+	CHECK_ST(0, GRANTED);
+	CHECK(NH("c", "A", 0) != NULL && NH("c", "A", 0)->mode == PR);
+	teardown();
+}
+
 /* c's last answer is an ERROR with this DLmError */
 #define CHECK_REFUSED_WITH(c, e) \
 	do { \
@@ -3711,6 +3743,7 @@ main(int argc, char **argv)
 	RUN(test_basic);
 	RUN(test_fifo);
 	RUN(test_owner_role);
+	RUN(test_conversion_frees_earlier);
 	RUN(test_limits);
 	RUN(test_shared_run);
 	RUN(test_try);
