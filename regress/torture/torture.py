@@ -370,6 +370,12 @@ class Client:
                                                                     g.release_sent)
         else:
             end = release_send if release_send is not None else self.last_ok_send
+            # a release that failed (a timeout while the worker restarted,
+            # say) is still carried out by the worker: from its send on the
+            # name may be free, as for a lease above
+            if release_send is None or release_send != g.release_sent:
+                if g.release_sent is not None and g.release_sent < end:
+                    end = g.release_sent
         self.rec.interval(g.name, g.mode == "exclusive", g.ack, end, "%s token %d %s, end: %s" % (
             self.who, g.token, "lease" if g.lease else "session",
             ("lease expiry" if end == g.lease.e_lower else "release sent") if g.lease is not None
