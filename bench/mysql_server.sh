@@ -8,7 +8,8 @@
 #   mysql_server.sh status DIR       "running (pid N)" / "stopped" (exit 3)
 #
 # Datadir DIR/data, socket DIR/sock, pid file DIR/mariadbd.pid, log
-# DIR/server.log; TCP only on 127.0.0.1:PORT.  DIR/plugin is the server's
+# DIR/server.log, the plugin's store credentials DIR/dlock.cnf; TCP only on
+# 127.0.0.1:PORT.  DIR/plugin is the server's
 # plugin_dir and holds a copy of mysql_udf/dlock_udf.so (build it first), so
 # the system plugin_dir is not touched.  Durable settings always:
 # innodb_flush_log_at_trx_commit = 1, doublewrite on.  Extra mariadbd options
@@ -35,7 +36,8 @@ start)
             { echo "mysql_server.sh: mariadb-install-db failed:" >&2; tail -20 "$DIR/install.log" >&2; exit 1; }
     fi
     # shellcheck disable=SC2086
-    setsid mariadbd --no-defaults --user=mysql --datadir="$DIR/data" \
+    # the plugin's store credentials (scripts/mysql_install.sh writes them)
+    DLOCK_CNF="$DIR/dlock.cnf" setsid mariadbd --no-defaults --user=mysql --datadir="$DIR/data" \
         --socket="$DIR/sock" --port="$PORT" --bind-address=127.0.0.1 \
         --pid-file="$DIR/mariadbd.pid" --log-error="$DIR/server.log" \
         --plugin-dir="$DIR/plugin" --event-scheduler=ON \
@@ -53,7 +55,7 @@ start)
     # dlock is installed once, at the first start (a restart keeps it, as a
     # real server's restart does)
     if [ "$(mariadb -S "$DIR/sock" -u root -NBe "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'dlock'")" = 0 ]; then
-        mariadb -S "$DIR/sock" -u root < "$ROOT/sql/mysql/install.sql"
+        DLOCK_CNF="$DIR/dlock.cnf" "$ROOT/scripts/mysql_install.sh" -S "$DIR/sock" -u root > /dev/null
     fi
     ;;
 stop)

@@ -32,12 +32,12 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,8 +48,15 @@
 #define DLOCK_CNF "/etc/mysql/dlock.cnf"
 #endif
 
-/* enough for every call that runs at once: a full pool never reconnects */
-#define MAX_IDLE_CONNS 64
+/*
+ * Store connections this server opens at most (a step holds one for a
+ * round trip; waiting calls hold none); all of them may idle in the pool.
+ * DLOCK_MAX_STORE_CONNS in the server's environment changes it.
+ */
+#define DEFAULT_MAX_STORE_CONNS 64
+static int	max_store_conns = DEFAULT_MAX_STORE_CONNS;
+/* a step waits this long for a store connection another step returns */
+#define CONN_WAIT_SECONDS 10
 #define IDLE_PING_SECONDS 30
 #define MAX_DEADLOCK_RETRIES 20
 /* a step whose connection was lost is repeated on a new one this often */
@@ -79,7 +86,7 @@ enum
 
 static const char *const Q[NQ] = {
 	[Q_ACQUIRE] =
-	"CALL dlock.step_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	"CALL dlock.step_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[Q_RELEASE] =
 	"CALL dlock.step_release(?, ?, ?, ?, ?)",
 	[Q_STATUS] =
@@ -96,9 +103,10 @@ static const char *const Q[NQ] = {
 	"SELECT name FROM dlock.held WHERE holder = ? "
 	"UNION SELECT name FROM dlock.queue WHERE holder = ?",
 	[Q_HOLDER] =
-	"SELECT GROUP_CONCAT(IF(owner IS NULL OR (server = ? AND incarnation = ? "
-	"AND conn_id = ?), IFNULL(owner, conn_id), '(owner key)') ORDER BY token "
-	"SEPARATOR ', ') FROM dlock.held "
+	"SELECT GROUP_CONCAT(CASE WHEN account = ? OR ? THEN IFNULL(owner, conn_id) "
+	"WHEN ? THEN IF(owner IS NULL, conn_id, '(owner key)') "
+	"ELSE '(another account)' END ORDER BY token SEPARATOR ', ') "
+	"FROM dlock.held "
 	"WHERE name = ? AND (expires_at IS NULL OR expires_at > NOW(6))",
 	[Q_EXPIRED_NAMES] =
 	"SELECT DISTINCT name FROM dlock.held WHERE expires_at <= NOW(6) "
@@ -141,9 +149,10 @@ static char self_socket[512];
 static unsigned int self_port;
 static char server_id[160];		/* host:port of this server */
 static char incarnation[64];	/* this server process: pid.start_ticks */
-static char os_user[128];
 
 static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cond;	/* CLOCK_MONOTONIC, set up in init_once_fn */
+static int	n_open = 0;			/* store connections open or being opened */
 static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_condattr_t cond_attr;
 
@@ -223,9 +232,47 @@ conn_close(Conn *c)
 	free(c);
 }
 
+/*
+ * The credentials file: $DLOCK_CNF in the server's environment, else the
+ * built-in path.  It holds the store account's password, so it must exist,
+ * belong to the server's user and be readable by nobody else.
+ */
+static const char *
+cnf_path(void)
+{
+	const char *p = getenv("DLOCK_CNF");
+
+	return (p && p[0]) ? p : DLOCK_CNF;
+}
+
+static int
+check_cnf(const char *path, const char *fn, DlockErr *err)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN,
+				"%s: no lock store account: %s: %s (scripts/mysql_install.sh "
+				"creates it)", fn, path, strerror(errno));
+		return -1;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN,
+				"%s: %s holds a password: it must belong to the server's "
+				"user (uid %u) with mode 0600 or 0400 (it is uid %u, mode %04o)",
+				fn, path, (unsigned) geteuid(), (unsigned) st.st_uid,
+				(unsigned) (st.st_mode & 07777));
+		return -1;
+	}
+	return 0;
+}
+
 static int
 conn_open(Conn **out, const char *fn, DlockErr *err)
 {
+	const char *cnf = cnf_path();
 	static const char *const setup[] = {
 		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 		"SET SESSION autocommit = 1, innodb_lock_wait_timeout = 2, "
@@ -250,22 +297,22 @@ conn_open(Conn **out, const char *fn, DlockErr *err)
 		set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", fn);
 		return -1;
 	}
-	/* Defaults: this very server over its socket, as the server's OS user. */
+	/* Defaults: this very server over its socket. */
 	mysql_optionsv(c->my, MARIADB_OPT_UNIXSOCKET, self_socket);
 	if (self_port)
 		mysql_optionsv(c->my, MARIADB_OPT_PORT, &self_port);
-	mysql_optionsv(c->my, MARIADB_OPT_USER, os_user);
-	mysql_optionsv(c->my, MARIADB_OPT_PASSWORD, "");
 	mysql_optionsv(c->my, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
 	mysql_optionsv(c->my, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
 	mysql_optionsv(c->my, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
 	mysql_optionsv(c->my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-	/* The [dlock] group of the option file overrides any of the above. */
-	if (access(DLOCK_CNF, R_OK) == 0)
+	/* The store account and any other setting: the [dlock] group. */
+	if (check_cnf(cnf, fn, err) != 0)
 	{
-		mysql_optionsv(c->my, MYSQL_READ_DEFAULT_FILE, DLOCK_CNF);
-		mysql_optionsv(c->my, MYSQL_READ_DEFAULT_GROUP, "dlock");
+		conn_close(c);
+		return -1;
 	}
+	mysql_optionsv(c->my, MYSQL_READ_DEFAULT_FILE, cnf);
+	mysql_optionsv(c->my, MYSQL_READ_DEFAULT_GROUP, "dlock");
 	if (mysql_real_connect(c->my, NULL, NULL, NULL, NULL, 0, NULL,
 						   CLIENT_FOUND_ROWS) == NULL)
 	{
@@ -300,28 +347,62 @@ static Conn *
 conn_get(const char *fn, int fresh, DlockErr *err)
 {
 	Conn	   *c;
+	struct timespec until;
 
 	mysql_thread_init();
-	while (!fresh)
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += CONN_WAIT_SECONDS;
+	pthread_mutex_lock(&pool_mutex);
+	for (;;)
 	{
-		pthread_mutex_lock(&pool_mutex);
-		c = idle_conns;
+		c = fresh ? NULL : idle_conns;
 		if (c)
 		{
 			idle_conns = c->next;
 			n_idle--;
+			pthread_mutex_unlock(&pool_mutex);
+			/* one idle for long may have been closed by wait_timeout */
+			if (now_us() - c->idle_since < IDLE_PING_SECONDS * 1000000LL ||
+				mysql_ping(c->my) == 0)
+				return c;
+			conn_close(c);
+			pthread_mutex_lock(&pool_mutex);
+			n_open--;
+			continue;
 		}
-		pthread_mutex_unlock(&pool_mutex);
-		if (c == NULL)
+		if (n_open < max_store_conns)
 			break;
-		/* a connection idle for long may have been closed by wait_timeout */
-		if (now_us() - c->idle_since < IDLE_PING_SECONDS * 1000000LL ||
-			mysql_ping(c->my) == 0)
-			return c;
-		conn_close(c);
+		if (fresh && idle_conns)
+		{
+			/* make room: an idle one may have been killed too */
+			c = idle_conns;
+			idle_conns = c->next;
+			n_idle--;
+			n_open--;
+			pthread_mutex_unlock(&pool_mutex);
+			conn_close(c);
+			pthread_mutex_lock(&pool_mutex);
+			continue;
+		}
+		if (pthread_cond_timedwait(&pool_cond, &pool_mutex, &until) == ETIMEDOUT)
+		{
+			pthread_mutex_unlock(&pool_mutex);
+			set_err(err, DLOCK_ER_UNKNOWN,
+					"%s: all %d lock store connections stayed busy for %d s",
+					fn, max_store_conns, CONN_WAIT_SECONDS);
+			return NULL;
+		}
 	}
+	n_open++;
+	pthread_mutex_unlock(&pool_mutex);
 	if (conn_open(&c, fn, err) != 0)
+	{
+		pthread_mutex_lock(&pool_mutex);
+		n_open--;
+		pthread_cond_signal(&pool_cond);
+		pthread_mutex_unlock(&pool_mutex);
 		return NULL;
+	}
 	return c;
 }
 
@@ -331,19 +412,19 @@ conn_put(Conn *c, int broken)
 {
 	if (c == NULL)
 		return;
-	if (!broken)
+	pthread_mutex_lock(&pool_mutex);
+	if (!broken && n_idle < max_store_conns)
 	{
-		pthread_mutex_lock(&pool_mutex);
-		if (n_idle < MAX_IDLE_CONNS)
-		{
-			c->idle_since = now_us();
-			c->next = idle_conns;
-			idle_conns = c;
-			n_idle++;
-			c = NULL;
-		}
-		pthread_mutex_unlock(&pool_mutex);
+		c->idle_since = now_us();
+		c->next = idle_conns;
+		idle_conns = c;
+		n_idle++;
+		c = NULL;
 	}
+	else
+		n_open--;
+	pthread_cond_signal(&pool_cond);
+	pthread_mutex_unlock(&pool_mutex);
 	conn_close(c);
 }
 
@@ -355,6 +436,7 @@ dls_shutdown(void)
 	pthread_mutex_lock(&pool_mutex);
 	c = idle_conns;
 	idle_conns = NULL;
+	n_open -= n_idle;
 	n_idle = 0;
 	pthread_mutex_unlock(&pool_mutex);
 	while (c)
@@ -1046,7 +1128,12 @@ run_step(const char *fn, const char *name, size_t len, int qid, P *p,
 	run_step((fn), (name), (len), (qid), (P[]) {__VA_ARGS__}, \
 			 (int) (sizeof((P[]) {__VA_ARGS__}) / sizeof(P)), (out), (err))
 
-/* The holder key: "k:" + owner key, or "s:" + server/incarnation/conn. */
+/*
+ * The holder key: "k:" + the account's length, ':', the account and the
+ * owner key - a key serves only the account that uses it: the same key
+ * from another account names another holder -, or "s:" +
+ * server/incarnation/conn.
+ */
 static size_t
 make_holder(const DlockCaller *who, const DlockReq *req, char *buf, size_t size)
 {
@@ -1054,17 +1141,17 @@ make_holder(const DlockCaller *who, const DlockReq *req, char *buf, size_t size)
 
 	if (req->owner)
 	{
-		buf[0] = 'k';
-		buf[1] = ':';
-		memcpy(buf + 2, req->owner, req->owner_len);
-		return req->owner_len + 2;
+		n = snprintf(buf, size, "k:%zu:%.*s", who->account_len,
+					 (int) who->account_len, who->account);
+		memcpy(buf + n, req->owner, req->owner_len);
+		return (size_t) n + req->owner_len;
 	}
 	n = snprintf(buf, size, "s:%s/%s/%llu", server_id, incarnation,
 				 who->conn_id);
 	return (size_t) n;
 }
 
-#define HOLDER_BUF (DLOCK_MAX_OWNER_LEN + 2 + 200)
+#define HOLDER_BUF (DLOCK_MAX_OWNER_LEN + DLOCK_MAX_ACCOUNT_LEN + 16 + 200)
 
 /*
  * status
@@ -1130,6 +1217,7 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 
 	if (STEP(req->fn, req->name, req->name_len, Q_ACQUIRE, &a, err,
 			 PS(req->name, req->name_len), PS(holder, hlen),
+			 PS(who->account, who->account_len),
 			 req->owner ? PS(req->owner, req->owner_len) : PN,
 			 PS(server_id, strlen(server_id)),
 			 PS(incarnation, strlen(incarnation)),
@@ -1411,8 +1499,9 @@ dls_holder(const DlockCaller *who, const DlockReq *req, char **out,
 		   size_t *out_len, DlockErr *err)
 {
 	StrRow		sr = {0};
-	P			p[4] = {PS(server_id, strlen(server_id)),
-		PS(incarnation, strlen(incarnation)), PI(who->conn_id),
+	P			p[4] = {PS(who->account, who->account_len),
+		PI((who->access & DLOCK_ACCESS_ADMIN) != 0),
+		PI((who->access & DLOCK_ACCESS_MONITOR) != 0),
 	PS(req->name, req->name_len)};
 
 	*out = NULL;
@@ -1581,10 +1670,6 @@ init_incarnation(void)
 static void
 init_once_fn(void)
 {
-	struct passwd pw,
-			   *res = NULL;
-	char		buf[1024];
-
 	if (mysql_library_init(0, NULL, NULL) != 0)
 	{
 		init_failed = 1;
@@ -1595,11 +1680,15 @@ init_once_fn(void)
 	pack_matrix();
 	pthread_condattr_init(&cond_attr);
 	pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&pool_cond, &cond_attr);
 	init_incarnation();
-	if (getpwuid_r(geteuid(), &pw, buf, sizeof(buf), &res) == 0 && res)
-		snprintf(os_user, sizeof(os_user), "%s", pw.pw_name);
-	else
-		snprintf(os_user, sizeof(os_user), "mysql");
+	if (getenv("DLOCK_MAX_STORE_CONNS"))
+	{
+		long		n = strtol(getenv("DLOCK_MAX_STORE_CONNS"), NULL, 10);
+
+		if (n >= 1 && n <= 10000)
+			max_store_conns = (int) n;
+	}
 }
 
 int

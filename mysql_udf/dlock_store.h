@@ -35,6 +35,15 @@
 #define DLOCK_ER_TOO_LONG 1406		/* ER_DATA_TOO_LONG, 22001 */
 #define DLOCK_ER_LOCK_WAIT 1205		/* ER_LOCK_WAIT_TIMEOUT, HY000 */
 #define DLOCK_ER_INTERRUPTED 1317	/* ER_QUERY_INTERRUPTED, 70100 */
+#define DLOCK_ER_ACCESS 1370		/* ER_PROCACCESS_DENIED_ERROR, 42000 */
+
+/* What a caller may do (dlock_udf.c checks them with the server's ACL). */
+#define DLOCK_ACCESS_USER 1		/* take, renew and release locks */
+#define DLOCK_ACCESS_MONITOR 2	/* see every lock, owner keys hidden */
+#define DLOCK_ACCESS_ADMIN 4	/* everything: every key shown, the reaper */
+
+/* Longest account name, user@host as CURRENT_USER() shows it. */
+#define DLOCK_MAX_ACCOUNT_LEN 640
 
 /* Outcome of a call; msg is already prefixed with the function name. */
 typedef struct DlockErr
@@ -50,6 +59,9 @@ typedef struct DlockCaller
 	unsigned long long conn_id;	/* CONNECTION_ID() of the caller */
 	int			(*killed) (void *arg);	/* nonzero once KILL QUERY/KILL hit it */
 	void	   *killed_arg;
+	int			access;			/* DLOCK_ACCESS_* bits */
+	char		account[DLOCK_MAX_ACCOUNT_LEN + 1];	/* CURRENT_USER() */
+	size_t		account_len;
 } DlockCaller;
 
 /* One request, already validated by the UDF layer. */

@@ -22,6 +22,15 @@
  * mysqld_unix_port, mysqld_port and glob_hostname name this server.  They
  * are looked up with dlsym so a server lacking one gets a clear error from
  * CREATE FUNCTION's first call instead of a failed load.
+ *
+ * Who may call: UDFs need no privilege in MariaDB, so every call checks
+ * one with the server's own access-control functions (C++ symbols of
+ * mariadbd, by their mangled names): EXECUTE on a marker procedure of
+ * schema dlock (dlock.user_access, monitor_access, admin_access; the roles
+ * dlock_user, dlock_monitor and dlock_admin hold them), through
+ * check_routine_access in the caller's current security context - active
+ * role, SQL SECURITY DEFINER routines, global and schema grants alike - and
+ * the caller's account (CURRENT_USER()) through get_default_definer.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -49,6 +58,34 @@ typedef unsigned char (*is_connected_fn) (void *thd);
 typedef void (*printf_error_fn) (unsigned int err, const char *fmt,
 								 unsigned long flags,...);
 
+/* the server's LEX_CSTRING and the start of its LEX_USER (user, host) */
+typedef struct ServerLexString
+{
+	const char *str;
+	size_t		length;
+} ServerLexString;
+typedef struct ServerLexUser
+{
+	ServerLexString user;
+	ServerLexString host;
+	void	   *rest[16];		/* room for the fields we never read */
+} ServerLexUser;
+
+/* check_routine_access(THD*, privilege_t, const LEX_CSTRING *db,
+ * const LEX_CSTRING *name, const Sp_handler *, bool no_errors): true when
+ * denied */
+typedef _Bool (*routine_access_fn) (void *thd, unsigned long long want,
+									const ServerLexString *db,
+									const ServerLexString *name,
+									const void *sp_handler, _Bool no_errors);
+/* get_default_definer(THD*, LEX_USER*, bool role): CURRENT_USER() */
+typedef void (*default_definer_fn) (void *thd, ServerLexUser *out, _Bool role);
+
+#define SYM_ROUTINE_ACCESS \
+	"_Z20check_routine_accessP3THD11privilege_tPK25st_mysql_const_lex_stringS4_PK10Sp_handlerb"
+#define SYM_DEFAULT_DEFINER "_Z19get_default_definerP3THDP8LEX_USERb"
+#define SERVER_EXECUTE_ACL (1ULL << 18)	/* privilege.h */
+
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 static current_thd_fn h_current_thd;
 static thread_id_fn h_thread_id;
@@ -56,6 +93,9 @@ static kill_level_fn h_kill_level;
 static is_connected_fn h_is_connected;	/* optional */
 static printf_error_fn h_printf_error;
 static const char *h_server_version;
+static routine_access_fn h_routine_access;
+static default_definer_fn h_default_definer;
+static const void *h_sp_handler_procedure;
 static char hooks_missing[128];
 static char self_id[160];
 static const char *self_socket;
@@ -74,16 +114,24 @@ hooks_init(void)
 	h_printf_error = (printf_error_fn) dlsym(RTLD_DEFAULT, "my_printf_error");
 	h_is_connected = (is_connected_fn) dlsym(RTLD_DEFAULT, "thd_is_connected");
 	h_server_version = (const char *) dlsym(RTLD_DEFAULT, "server_version");
+	h_routine_access = (routine_access_fn) dlsym(RTLD_DEFAULT, SYM_ROUTINE_ACCESS);
+	h_default_definer = (default_definer_fn) dlsym(RTLD_DEFAULT, SYM_DEFAULT_DEFINER);
+	h_sp_handler_procedure = dlsym(RTLD_DEFAULT, "sp_handler_procedure");
 	sock = (char **) dlsym(RTLD_DEFAULT, "mysqld_unix_port");
 	port = (unsigned int *) dlsym(RTLD_DEFAULT, "mysqld_port");
 	host = (const char *) dlsym(RTLD_DEFAULT, "glob_hostname");
 
-	if (!h_current_thd || !h_thread_id || !h_kill_level || !h_printf_error)
+	if (!h_current_thd || !h_thread_id || !h_kill_level || !h_printf_error ||
+		!h_routine_access || !h_default_definer || !h_sp_handler_procedure)
 		snprintf(hooks_missing, sizeof(hooks_missing),
 				 "this server does not export %s",
 				 !h_current_thd ? "_current_thd" :
 				 !h_thread_id ? "thd_get_thread_id" :
-				 !h_kill_level ? "thd_kill_level" : "my_printf_error");
+				 !h_kill_level ? "thd_kill_level" :
+				 !h_printf_error ? "my_printf_error" :
+				 !h_routine_access ? "check_routine_access" :
+				 !h_default_definer ? "get_default_definer" :
+				 "sp_handler_procedure");
 	self_socket = (sock && *sock) ? *sock : NULL;
 	self_port = port ? *port : 0;
 	snprintf(self_id, sizeof(self_id), "%s:%u",
@@ -198,12 +246,102 @@ caller_killed(void *arg)
 	return h_is_connected != NULL && h_is_connected(thd) == 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Access: who calls, and what it may do
+ * ------------------------------------------------------------------------ */
+static const struct
+{
+	int			bit;
+	const char *routine;		/* EXECUTE on dlock.<routine> grants it */
+	const char *role;
+}			access_levels[] = {
+	{DLOCK_ACCESS_USER, "user_access", "dlock_user"},
+	{DLOCK_ACCESS_MONITOR, "monitor_access", "dlock_monitor"},
+	{DLOCK_ACCESS_ADMIN, "admin_access", "dlock_admin"},
+};
+
+/* The access bits the caller's current security context holds. */
+static int
+caller_access(void *thd)
+{
+	int			bits = 0;
+
+	for (size_t i = 0; i < sizeof(access_levels) / sizeof(access_levels[0]); i++)
+	{
+		ServerLexString db = {"dlock", 5};
+		ServerLexString name = {access_levels[i].routine,
+		strlen(access_levels[i].routine)};
+
+		if (!h_routine_access(thd, SERVER_EXECUTE_ACL, &db, &name,
+							  h_sp_handler_procedure, 1))
+			bits |= access_levels[i].bit;
+	}
+	return bits;
+}
+
+/* The caller's account as CURRENT_USER() shows it: user@host. */
+static void
+caller_account(void *thd, DlockCaller *who)
+{
+	ServerLexUser u;
+	int			n;
+
+	memset(&u, 0, sizeof(u));
+	h_default_definer(thd, &u, 0);
+	n = snprintf(who->account, sizeof(who->account), "%.*s@%.*s",
+				 (int) (u.user.str ? u.user.length : 0),
+				 u.user.str ? u.user.str : "",
+				 (int) (u.host.str ? u.host.length : 0),
+				 u.host.str ? u.host.str : "");
+	if (n < 0)
+		n = 0;
+	who->account_len = (size_t) n < sizeof(who->account) ?
+		(size_t) n : sizeof(who->account) - 1;
+}
+
 static void
 caller(DlockCaller *who)
 {
-	who->conn_id = h_thread_id(h_current_thd());
+	void	   *thd = h_current_thd();
+
+	who->conn_id = h_thread_id(thd);
 	who->killed = caller_killed;
 	who->killed_arg = NULL;
+	who->access = caller_access(thd);
+	caller_account(thd, who);
+}
+
+/*
+ * Fills *who and checks that the caller holds one of the access bits in
+ * 'needed'; 0, or raises the access error (the result is then NULL).
+ */
+static int
+authorize(DlockCaller *who, int needed, const char *fn, char *error,
+		  char *is_null)
+{
+	DlockErr	e;
+	const char *role = "dlock_user";
+	const char *routine = "user_access";
+
+	caller(who);
+	if (who->access & needed)
+		return 0;
+	for (size_t i = 0; i < sizeof(access_levels) / sizeof(access_levels[0]); i++)
+		if (needed & access_levels[i].bit)
+		{
+			role = access_levels[i].role;
+			routine = access_levels[i].routine;
+			break;
+		}
+	e.code = DLOCK_ER_ACCESS;
+	e.warning = 0;
+	snprintf(e.msg, sizeof(e.msg),
+			 "%s: access denied for %.200s: needs the role %s "
+			 "(EXECUTE ON PROCEDURE dlock.%s)", fn, who->account, role, routine);
+	report(&e);
+	*error = 1;
+	*is_null = 1;
+	return -1;
 }
 
 #define DLOCK_STR(x) #x
@@ -424,7 +562,8 @@ acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
 	req.fn = try_only ? "dlock_try_acquire" : "dlock_acquire";
 	*is_null = 0;
 	*error = 0;
-	if (get_name(args, 0, &req, error, is_null) != 0)
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, req.fn, error, is_null) != 0 ||
+		get_name(args, 0, &req, error, is_null) != 0)
 		return 0;
 	req.timeout_us = -1;
 	if (!try_only &&
@@ -437,7 +576,6 @@ acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
 		get_owner(args, ttl_i + 2, &req, error, is_null) != 0)
 		return 0;
 	default_ttl(&req);
-	caller(&who);
 	if (dls_acquire(&who, &req, try_only, &token, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
@@ -538,10 +676,10 @@ dlock_release(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	req.fn = "dlock_release";
 	*is_null = 0;
 	*error = 0;
-	if (get_name(args, 0, &req, error, is_null) != 0 ||
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, req.fn, error, is_null) != 0 ||
+		get_name(args, 0, &req, error, is_null) != 0 ||
 		get_owner(args, 1, &req, error, is_null) != 0)
 		return 0;
-	caller(&who);
 	if (dls_release(&who, &req, &released, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
@@ -588,12 +726,12 @@ dlock_renew(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	req.fn = "dlock_renew";
 	*is_null = 0;
 	*error = 0;
-	if (get_name(args, 0, &req, error, is_null) != 0 ||
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, req.fn, error, is_null) != 0 ||
+		get_name(args, 0, &req, error, is_null) != 0 ||
 		get_seconds(args, 1, "ttl", DLOCK_MAX_TTL_US, &req.ttl_us, &req,
 					error, is_null) != 0 ||
 		get_owner(args, 2, &req, error, is_null) != 0)
 		return NULL;
-	caller(&who);
 	if (dls_renew(&who, &req, expiry, sizeof(expiry), &no_lease, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
@@ -635,9 +773,9 @@ dlock_release_all(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	req.fn = "dlock_release_all";
 	*is_null = 0;
 	*error = 0;
-	if (get_owner(args, 0, &req, error, is_null) != 0)
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, req.fn, error, is_null) != 0 ||
+		get_owner(args, 0, &req, error, is_null) != 0)
 		return 0;
-	caller(&who);
 	if (dls_release_all(&who, &req, &count, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
@@ -677,11 +815,12 @@ dlock_holder(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	char	   *r;
 
 	(void) result;
-	caller(&who);
 	req.fn = "dlock_holder";
 	*is_null = 0;
 	*error = 0;
-	if (get_name(args, 0, &req, error, is_null) != 0)
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_MONITOR | DLOCK_ACCESS_ADMIN, req.fn,
+				  error, is_null) != 0 ||
+		get_name(args, 0, &req, error, is_null) != 0)
 		return NULL;
 	if (dls_holder(&who, &req, &out, &len, &err) != 0)
 	{
@@ -723,11 +862,15 @@ dlock_info(UDF_INIT *initid, UDF_ARGS *args, char *result,
 {
 	char		buf[200];
 	int			n;
+	DlockCaller who;
 
 	(void) args;
 	(void) result;
 	*is_null = 0;
 	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_MONITOR | DLOCK_ACCESS_ADMIN,
+				  "dlock_info", error, is_null) != 0)
+		return NULL;
 	n = snprintf(buf, sizeof(buf), "dlock %s (MariaDB UDF, server %s)",
 				 DLOCK_VERSION, h_server_version ? h_server_version : "?");
 	return set_string(initid, buf, (size_t) n, length, is_null, error);
@@ -759,11 +902,15 @@ dlock_new_owner(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	unsigned char rnd[16];
 	char		hex[33];
 	size_t		got = 0;
+	DlockCaller who;
 
 	(void) args;
 	(void) result;
 	*is_null = 0;
 	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, "dlock_new_owner", error,
+				  is_null) != 0)
+		return NULL;
 	while (got < sizeof(rnd))
 	{
 		ssize_t		n = getrandom(rnd + got, sizeof(rnd) - got, 0);
@@ -782,6 +929,46 @@ dlock_new_owner(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	for (int i = 0; i < 16; i++)
 		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
 	return set_string(initid, hex, 32, length, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_sees(account) -> what the caller may see of a row of that account:
+ * 2 the row and its owner key (its own account, or dlock_admin), 1 the row
+ * without the key (dlock_monitor), 0 nothing.  The filter of the view
+ * dlock.locks, evaluated in the caller's security context.
+ * ------------------------------------------------------------------------ */
+my_bool
+dlock_sees_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	int			r = init_common(initid, args, message, "dlock_sees", 1, 1,
+								"(account)", NULL);
+
+	initid->maybe_null = 0;
+	return r;
+}
+
+void
+dlock_sees_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_sees(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockCaller who;
+
+	(void) initid;
+	*is_null = 0;
+	*error = 0;
+	caller(&who);
+	if (who.access & DLOCK_ACCESS_ADMIN)
+		return 2;
+	if (args->args[0] != NULL && args->lengths[0] == who.account_len &&
+		memcmp(args->args[0], who.account, who.account_len) == 0 &&
+		(who.access & DLOCK_ACCESS_USER))
+		return 2;
+	return (who.access & DLOCK_ACCESS_MONITOR) ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -811,7 +998,8 @@ dlock_reap(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	(void) args;
 	*is_null = 0;
 	*error = 0;
-	caller(&who);
+	if (authorize(&who, DLOCK_ACCESS_ADMIN, "dlock_reap", error, is_null) != 0)
+		return 0;
 	if (dls_reap(&who, &count, &err) != 0)
 	{
 		report_failure(&err, error, is_null);

@@ -67,12 +67,19 @@ make -s -C "$ROOT/mysql_udf" all install || { echo "build failed" >&2; finish 0 
 BASE=$(mktemp -d /tmp/dlockmtr.XXXXXX)
 ln -s "$HERE" "$BASE/suite"
 ln -s "$ROOT/sql/mysql" "$BASE/sql"
+ln -s "$ROOT/scripts/mysql_install.sh" "$BASE/mysql_install.sh"
 VARDIR=$BASE/var
 LOG="$BASE/mtr.log"
 export DLOCK_SQL_DIR="$BASE/sql"
+# the install script and the test server share the store's credentials file
+export DLOCK_INSTALL="$BASE/mysql_install.sh"
+export DLOCK_CNF="$BASE/dlock.cnf"
+# a small pool, so the suite reaches the bound (store_cap.test)
+export DLOCK_MAX_STORE_CONNS=${DLOCK_MAX_STORE_CONNS:-8}
 cd "$MTR_DIR" || finish 0 1
 # shellcheck disable=SC2086
 perl ./mariadb-test-run --suite="$BASE/suite" --vardir="$VARDIR" \
+	--mysqld-env="DLOCK_CNF=$DLOCK_CNF" --mysqld-env="DLOCK_MAX_STORE_CONNS=$DLOCK_MAX_STORE_CONNS" \
 	--force --max-test-fail=0 --retry=0 --parallel=1 \
 	--testcase-timeout=5 --suite-timeout=30 ${MTR_EXTRA:-} 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}

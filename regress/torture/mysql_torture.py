@@ -448,7 +448,7 @@ class Torture:
                 elif r < 0.62:
                     # the plugin's own connections to its lock store
                     cur.execute("SELECT ID FROM information_schema.PROCESSLIST"
-                                " WHERE USER = 'mysql' AND COMMAND <> 'Daemon'"
+                                " WHERE USER = 'dlock_store'"
                                 " ORDER BY COMMAND = 'Sleep', RAND() LIMIT 1")
                     row = cur.fetchone()
                     if row:

@@ -2,16 +2,19 @@
 --
 -- Installs dlock into a MariaDB (10.11) server: the lock-store schema
 -- `dlock`, the UDFs from dlock_udf.so (which must already be in the
--- server's plugin_dir: `make -C mysql_udf install`) and the reaper event.
--- Re-running it is safe: functions are dropped and re-created, tables and
--- their rows (held locks, the ticket counter) are kept.
+-- server's plugin_dir: `make -C mysql_udf install`), the roles dlock_user,
+-- dlock_monitor and dlock_admin, and the reaper event.  Re-running it is
+-- safe: functions are dropped and re-created, tables and their rows (held
+-- locks, the ticket counter) are kept.
 --
---   mariadb -u root < sql/mysql/install.sql
+-- Run it through scripts/mysql_install.sh, which then creates the plugin's
+-- least-privilege store account and its credentials file; without that
+-- account every call fails with "no lock store account".
 --
 -- Needs: CREATE/DROP FUNCTION rights (INSERT/DELETE on mysql.func), CREATE
--- on `dlock`, EVENT, and event_scheduler=ON in the server's configuration
--- (set here for the running server too) so leases and the locks of
--- disconnected sessions are reaped.
+-- on `dlock`, CREATE USER (the roles), EVENT, and event_scheduler=ON in
+-- the server's configuration (set here for the running server too) so
+-- leases and the locks of disconnected sessions are reaped.
 
 CREATE DATABASE IF NOT EXISTS dlock CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
 
@@ -28,7 +31,8 @@ CREATE TABLE IF NOT EXISTS dlock.names (
 CREATE TABLE IF NOT EXISTS dlock.queue (
     ticket        BIGINT UNSIGNED  NOT NULL PRIMARY KEY,
     name          VARBINARY(1024)  NOT NULL,
-    holder        VARBINARY(320)   NOT NULL,   -- 'k:'owner or 's:'server/incarnation/conn
+    holder        VARBINARY(1024)  NOT NULL,   -- 'k:'account'owner or 's:'server/incarnation/conn
+    account       VARBINARY(640)   NOT NULL DEFAULT '', -- CURRENT_USER() of the caller
     owner         VARBINARY(255)   NULL,       -- NULL: owned by the session
     server        VARCHAR(160)     NOT NULL,   -- host:port of the server the caller is on
     incarnation   VARCHAR(64)      NOT NULL,   -- that server process
@@ -50,7 +54,8 @@ CREATE TABLE IF NOT EXISTS dlock.queue (
 CREATE TABLE IF NOT EXISTS dlock.held (
     token         BIGINT UNSIGNED  NOT NULL,
     name          VARBINARY(1024)  NOT NULL,
-    holder        VARBINARY(320)   NOT NULL,
+    holder        VARBINARY(1024)  NOT NULL,
+    account       VARBINARY(640)   NOT NULL DEFAULT '',
     owner         VARBINARY(255)   NULL,
     server        VARCHAR(160)     NOT NULL,
     incarnation   VARCHAR(64)      NOT NULL,
@@ -83,6 +88,25 @@ DEALLOCATE PREPARE dlock_stmt;
 ALTER TABLE dlock.queue ADD COLUMN IF NOT EXISTS req BIGINT NULL;
 ALTER TABLE dlock.held ADD COLUMN IF NOT EXISTS req BIGINT NULL;
 
+-- Each row names the account that made the request, and an owner key is
+-- scoped to its account (the holder is 'k:' + the account's length, ':',
+-- the account and the key): installs before 1.2 had neither.  Their keyed
+-- rows pass to the account that runs this upgrade.
+ALTER TABLE dlock.queue ADD COLUMN IF NOT EXISTS
+    account VARBINARY(640) NOT NULL DEFAULT '' AFTER holder,
+    MODIFY holder VARBINARY(1024) NOT NULL;
+ALTER TABLE dlock.held ADD COLUMN IF NOT EXISTS
+    account VARBINARY(640) NOT NULL DEFAULT '' AFTER holder,
+    MODIFY holder VARBINARY(1024) NOT NULL;
+UPDATE dlock.held
+   SET account = CURRENT_USER(),
+       holder = CONCAT('k:', LENGTH(CURRENT_USER()), ':', CURRENT_USER(), owner)
+ WHERE account = '' AND owner IS NOT NULL AND holder = CONCAT('k:', owner);
+UPDATE dlock.queue
+   SET account = CURRENT_USER(),
+       holder = CONCAT('k:', LENGTH(CURRENT_USER()), ':', CURRENT_USER(), owner)
+ WHERE account = '' AND owner IS NOT NULL AND holder = CONCAT('k:', owner);
+
 -- Release-all steps that ended something, by request id, for a minute: a
 -- repeat of one after a lost connection answers the same count.
 CREATE TABLE IF NOT EXISTS dlock.done (
@@ -112,34 +136,97 @@ EXECUTE dlock_stmt;
 DEALLOCATE PREPARE dlock_stmt;
 
 
--- Holders and waiters, waiters with their 1-based place in the queue of
--- their name.  conn_id joins information_schema.PROCESSLIST.ID.
+-- The functions (dlock_udf.so).
+DROP FUNCTION IF EXISTS dlock_acquire;
+DROP FUNCTION IF EXISTS dlock_try_acquire;
+DROP FUNCTION IF EXISTS dlock_release;
+DROP FUNCTION IF EXISTS dlock_renew;
+DROP FUNCTION IF EXISTS dlock_release_all;
+DROP FUNCTION IF EXISTS dlock_holder;
+DROP FUNCTION IF EXISTS dlock_info;
+DROP FUNCTION IF EXISTS dlock_new_owner;
+DROP FUNCTION IF EXISTS dlock_reap;
+DROP FUNCTION IF EXISTS dlock_sees;
+
+CREATE FUNCTION dlock_acquire     RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_try_acquire RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_release     RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_renew       RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_release_all RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_holder      RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_info        RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_new_owner   RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_reap        RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_sees        RETURNS INTEGER SONAME 'dlock_udf.so';
+
+-- Who may call dlock: UDFs need no privilege in MariaDB, so each function
+-- checks EXECUTE on one of these procedures in the caller's security
+-- context (dlock_udf.c).  They do nothing when called.  The roles below
+-- hold them; GRANT EXECUTE ON PROCEDURE dlock.user_access TO an account
+-- works as well.
+CREATE OR REPLACE PROCEDURE dlock.user_access() SQL SECURITY INVOKER
+    COMMENT 'dlock: take, renew and release locks' BEGIN END;
+CREATE OR REPLACE PROCEDURE dlock.monitor_access() SQL SECURITY INVOKER
+    COMMENT 'dlock: see every lock in dlock.locks, owner keys hidden' BEGIN END;
+CREATE OR REPLACE PROCEDURE dlock.admin_access() SQL SECURITY INVOKER
+    COMMENT 'dlock: everything, every owner key shown' BEGIN END;
+
+-- Holders and waiters the caller may see, waiters with their 1-based place
+-- in the queue of their name (counted over every waiter).  dlock_sees()
+-- decides in the caller's security context: its own account's rows with
+-- their keys, every row without keys for dlock_monitor, everything for
+-- dlock_admin.  conn_id joins information_schema.PROCESSLIST.ID.
 CREATE OR REPLACE SQL SECURITY DEFINER VIEW dlock.locks AS
-SELECT CONVERT(h.name USING utf8mb4)                AS name,
-       ELT(h.mode + 1, 'NL', 'CR', 'CW', 'shared', 'PW', 'exclusive') AS mode,
-       TRUE                                         AS granted,
-       CAST(NULL AS UNSIGNED)                       AS position,
-       CONVERT(h.owner USING utf8mb4)               AS owner,
-       h.conn_id                                    AS conn_id,
-       h.token                                      AS token,
-       h.`count`                                    AS `count`,
-       h.granted_at                                 AS since,
-       h.expires_at                                 AS expires_at,
-       CAST(NULL AS DATETIME(6))                    AS timeout_at
-  FROM dlock.held h
-UNION ALL
-SELECT CONVERT(q.name USING utf8mb4),
-       ELT(q.mode + 1, 'NL', 'CR', 'CW', 'shared', 'PW', 'exclusive'),
-       FALSE,
-       ROW_NUMBER() OVER (PARTITION BY q.name ORDER BY q.ticket),
-       CONVERT(q.owner USING utf8mb4),
-       q.conn_id,
-       q.ticket,
-       NULL,
-       q.since,
-       NULL,
-       q.timeout_at
-  FROM dlock.queue q;
+SELECT v.name, v.mode, v.granted, v.position,
+       IF(v.sees = 2, v.owner, NULL) AS owner,
+       v.owner IS NOT NULL AS keyed,
+       v.account, v.conn_id, v.token, v.`count`, v.since, v.expires_at,
+       v.timeout_at
+  FROM (SELECT CONVERT(h.name USING utf8mb4)         AS name,
+               ELT(h.mode + 1, 'NL', 'CR', 'CW', 'shared', 'PW', 'exclusive') AS mode,
+               TRUE                                  AS granted,
+               CAST(NULL AS UNSIGNED)                AS position,
+               CONVERT(h.owner USING utf8mb4)        AS owner,
+               CONVERT(h.account USING utf8mb4)      AS account,
+               h.conn_id                             AS conn_id,
+               h.token                               AS token,
+               h.`count`                             AS `count`,
+               h.granted_at                          AS since,
+               h.expires_at                          AS expires_at,
+               CAST(NULL AS DATETIME(6))             AS timeout_at,
+               dlock_sees(h.account)                 AS sees
+          FROM dlock.held h
+        UNION ALL
+        SELECT CONVERT(q.name USING utf8mb4),
+               ELT(q.mode + 1, 'NL', 'CR', 'CW', 'shared', 'PW', 'exclusive'),
+               FALSE,
+               ROW_NUMBER() OVER (PARTITION BY q.name ORDER BY q.ticket),
+               CONVERT(q.owner USING utf8mb4),
+               CONVERT(q.account USING utf8mb4),
+               q.conn_id,
+               q.ticket,
+               NULL,
+               q.since,
+               NULL,
+               q.timeout_at,
+               dlock_sees(q.account)
+          FROM dlock.queue q) v
+ WHERE v.sees > 0;
+
+-- The roles.  An account gets one with GRANT dlock_user TO 'app'@'%' and
+-- SET DEFAULT ROLE dlock_user FOR 'app'@'%' (MariaDB activates one role at
+-- a time: an account that needs two gets a role of its own granted both).
+CREATE ROLE IF NOT EXISTS dlock_user;
+CREATE ROLE IF NOT EXISTS dlock_monitor;
+CREATE ROLE IF NOT EXISTS dlock_admin;
+GRANT EXECUTE ON PROCEDURE dlock.user_access TO dlock_user;
+GRANT SELECT ON dlock.locks TO dlock_user;
+GRANT EXECUTE ON PROCEDURE dlock.monitor_access TO dlock_monitor;
+GRANT SELECT ON dlock.locks TO dlock_monitor;
+GRANT EXECUTE ON PROCEDURE dlock.user_access TO dlock_admin;
+GRANT EXECUTE ON PROCEDURE dlock.monitor_access TO dlock_admin;
+GRANT EXECUTE ON PROCEDURE dlock.admin_access TO dlock_admin;
+GRANT SELECT ON dlock.locks TO dlock_admin;
 
 -- ------------------------------------------------------------------------
 -- The algorithm.  Each step_* procedure is one step of one call of the
@@ -180,7 +267,7 @@ CREATE OR REPLACE PROCEDURE dlock.advance(
 BEGIN
     DECLARE v_ticket, v_token BIGINT UNSIGNED;
     DECLARE v_mode, v_mask INT UNSIGNED DEFAULT 0;
-    DECLARE v_holder VARBINARY(320);
+    DECLARE v_holder VARBINARY(1024);
     DECLARE v_expired, v_rows INT DEFAULT 0;
     DECLARE v_done INT DEFAULT 0;
     DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_done = 1;
@@ -198,10 +285,10 @@ BEGIN
       FROM dlock.queue WHERE name = p_name ORDER BY ticket LIMIT 1;
     WHILE v_done = 0 DO
         IF ((p_conflicts >> (v_mode * 6)) & 63) & v_mask = 0 THEN
-            INSERT INTO dlock.held (token, name, holder, owner, server,
-                   incarnation, conn_id, mode, `count`, granted_at,
+            INSERT INTO dlock.held (token, name, holder, account, owner,
+                   server, incarnation, conn_id, mode, `count`, granted_at,
                    expires_at, ttl_us, req)
-            SELECT q.ticket, q.name, q.holder, q.owner, q.server,
+            SELECT q.ticket, q.name, q.holder, q.account, q.owner, q.server,
                    q.incarnation, q.conn_id, q.mode, 1, p_now,
                    p_now + INTERVAL q.ttl_us MICROSECOND, q.ttl_us, q.req
               FROM dlock.queue q WHERE q.ticket = v_ticket
@@ -236,7 +323,8 @@ END//
 -- live holders and with everyone queued (nobody is overtaken), refuse
 -- (try), or queue with a new ticket.
 CREATE OR REPLACE PROCEDURE dlock.step_acquire(
-    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(1024),
+    IN p_account VARBINARY(640),
     IN p_owner VARBINARY(255), IN p_server VARCHAR(160),
     IN p_incarnation VARCHAR(64), IN p_conn BIGINT UNSIGNED,
     IN p_mode TINYINT UNSIGNED, IN p_ttl_us BIGINT, IN p_timeout_us BIGINT,
@@ -315,9 +403,11 @@ step: BEGIN
         END IF;
     ELSEIF ((p_conflicts >> (p_mode * 6)) & 63) & (v_live | v_qmask) = 0 THEN
         SET v_token = NEXTVAL(dlock.tickets);
-        INSERT INTO dlock.held (token, name, holder, owner, server, incarnation,
-               conn_id, mode, `count`, granted_at, expires_at, ttl_us, req)
-        VALUES (v_token, p_name, p_holder, p_owner, p_server, p_incarnation,
+        INSERT INTO dlock.held (token, name, holder, account, owner, server,
+               incarnation, conn_id, mode, `count`, granted_at, expires_at,
+               ttl_us, req)
+        VALUES (v_token, p_name, p_holder, p_account, p_owner, p_server,
+                p_incarnation,
                 p_conn, p_mode, 1, v_now, v_now + INTERVAL p_ttl_us MICROSECOND,
                 p_ttl_us, p_req);
         SET v_state = 1;
@@ -325,9 +415,10 @@ step: BEGIN
         SET v_state = 3;
     ELSE
         SET v_ticket = NEXTVAL(dlock.tickets);
-        INSERT INTO dlock.queue (ticket, name, holder, owner, server,
+        INSERT INTO dlock.queue (ticket, name, holder, account, owner, server,
                incarnation, conn_id, mode, ttl_us, since, timeout_at, req)
-        VALUES (v_ticket, p_name, p_holder, p_owner, p_server, p_incarnation,
+        VALUES (v_ticket, p_name, p_holder, p_account, p_owner, p_server,
+                p_incarnation,
                 p_conn, p_mode, p_ttl_us, v_now,
                 v_now + INTERVAL p_timeout_us MICROSECOND, p_req);
         SET v_state = 2, v_head = (v_qmask = 0);
@@ -340,7 +431,7 @@ END//
 -- Release one level of the caller's live hold; at zero the lock is free
 -- and goes to the next in line.
 CREATE OR REPLACE PROCEDURE dlock.step_release(
-    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(1024),
     IN p_conflicts BIGINT UNSIGNED, IN p_req BIGINT, IN p_retry TINYINT)
     SQL SECURITY INVOKER MODIFIES SQL DATA
 BEGIN
@@ -388,7 +479,7 @@ END//
 -- grant found instead is kept (timeout: the caller gets it) or, with
 -- p_kill, given back (the caller will never see it).
 CREATE OR REPLACE PROCEDURE dlock.step_status(
-    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(1024),
     IN p_ticket BIGINT UNSIGNED, IN p_withdraw TINYINT, IN p_kill TINYINT,
     IN p_conflicts BIGINT UNSIGNED, IN p_req BIGINT, IN p_retry TINYINT)
     SQL SECURITY INVOKER MODIFIES SQL DATA
@@ -455,7 +546,7 @@ END//
 
 -- Renew the caller's live lease to now + p_ttl_us (NULL: its own TTL).
 CREATE OR REPLACE PROCEDURE dlock.step_renew(
-    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320), IN p_ttl_us BIGINT)
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(1024), IN p_ttl_us BIGINT)
     SQL SECURITY INVOKER MODIFIES SQL DATA
 BEGIN
     DECLARE v_now TIMESTAMP(6);
@@ -487,7 +578,7 @@ END//
 -- name; count = how many.  What it ended is kept in dlock.done, so a repeat
 -- after a lost connection answers the same count.
 CREATE OR REPLACE PROCEDURE dlock.step_release_all(
-    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320),
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(1024),
     IN p_conflicts BIGINT UNSIGNED, IN p_req BIGINT, IN p_retry TINYINT)
     SQL SECURITY INVOKER MODIFIES SQL DATA
 step: BEGIN
@@ -538,7 +629,7 @@ END//
 -- attempt's too) and a grant or re-entry it made (one level), found by the
 -- call's request id; then hand on.  count = rows changed.
 CREATE OR REPLACE PROCEDURE dlock.step_cancel(
-    IN p_name VARBINARY(1024), IN p_holder VARBINARY(320), IN p_req BIGINT,
+    IN p_name VARBINARY(1024), IN p_holder VARBINARY(1024), IN p_req BIGINT,
     IN p_conflicts BIGINT UNSIGNED)
     SQL SECURITY INVOKER MODIFIES SQL DATA
 BEGIN
@@ -661,25 +752,7 @@ END//
 
 DELIMITER ;
 
-DROP FUNCTION IF EXISTS dlock_acquire;
-DROP FUNCTION IF EXISTS dlock_try_acquire;
-DROP FUNCTION IF EXISTS dlock_release;
-DROP FUNCTION IF EXISTS dlock_renew;
-DROP FUNCTION IF EXISTS dlock_release_all;
-DROP FUNCTION IF EXISTS dlock_holder;
-DROP FUNCTION IF EXISTS dlock_info;
-DROP FUNCTION IF EXISTS dlock_new_owner;
-DROP FUNCTION IF EXISTS dlock_reap;
 
-CREATE FUNCTION dlock_acquire     RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_try_acquire RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_release     RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_renew       RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_release_all RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_holder      RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_info        RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_new_owner   RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_reap        RETURNS INTEGER SONAME 'dlock_udf.so';
 
 -- The reaper: expires leases, releases the locks and withdraws the
 -- requests of sessions that are gone (also after a server restart).

@@ -1,7 +1,8 @@
 -- sql/mysql/uninstall.sql
 --
--- Removes dlock from a MariaDB server: the reaper event, the UDFs and the
--- `dlock` schema with every lock and request in it.  The library file in
+-- Removes dlock from a MariaDB server: the reaper event, the UDFs, the
+-- `dlock` schema with every lock and request in it, the roles dlock_user,
+-- dlock_monitor and dlock_admin, and the store account dlock_store.  The library file in
 -- plugin_dir is left alone (`make -C mysql_udf uninstall` removes it).
 --
 --   mariadb -u root < sql/mysql/uninstall.sql
@@ -17,5 +18,10 @@ DROP FUNCTION IF EXISTS dlock_holder;
 DROP FUNCTION IF EXISTS dlock_info;
 DROP FUNCTION IF EXISTS dlock_new_owner;
 DROP FUNCTION IF EXISTS dlock_reap;
+DROP FUNCTION IF EXISTS dlock_sees;
 
 DROP DATABASE IF EXISTS dlock;
+DROP ROLE IF EXISTS dlock_user;
+DROP ROLE IF EXISTS dlock_monitor;
+DROP ROLE IF EXISTS dlock_admin;
+DROP USER IF EXISTS 'dlock_store'@'localhost';
