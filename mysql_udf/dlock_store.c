@@ -81,12 +81,13 @@ enum
 	Q_DEAD_QUEUE,
 	Q_MY_QUEUE,
 	Q_FORGET_IDLE,
+	Q_GRANT,
 	NQ
 };
 
 static const char *const Q[NQ] = {
 	[Q_ACQUIRE] =
-	"CALL dlock.step_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	"CALL dlock.step_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[Q_RELEASE] =
 	"CALL dlock.step_release(?, ?, ?, ?, ?)",
 	[Q_STATUS] =
@@ -124,6 +125,8 @@ static const char *const Q[NQ] = {
 	"AND since < NOW(6) - INTERVAL 5 SECOND LIMIT 1000",
 	[Q_FORGET_IDLE] =
 	"CALL dlock.step_forget_idle(1000)",
+	[Q_GRANT] =
+	"CALL dlock.step_grant(?, ?, ?)",
 };
 
 
@@ -469,7 +472,7 @@ typedef struct P
 #define PN ((P) {PT_NULL, 0, NULL, 0})
 #define PIN(v) ((v) < 0 ? PN : PI(v))	/* int or NULL when negative */
 
-#define MAXP 16
+#define MAXP 20
 #define MAXCOL 9
 #define COLBUF 128
 
@@ -865,7 +868,8 @@ enum
 	ST_WAITING = 2,
 	ST_REFUSED = 3,				/* try-acquire: not now */
 	ST_STRONGER = 4,			/* held in a weaker mode (DL003) */
-	ST_WITHDRAWN = 5
+	ST_WITHDRAWN = 5,
+	ST_OUTSIDE_GRANTS = 6		/* the name is outside the caller's grants */
 };
 
 /* A step's result row. */
@@ -1218,6 +1222,8 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 	if (STEP(req->fn, req->name, req->name_len, Q_ACQUIRE, &a, err,
 			 PS(req->name, req->name_len), PS(holder, hlen),
 			 PS(who->account, who->account_len),
+			 PS(who->role, who->role_len),
+			 PI((who->access & DLOCK_ACCESS_ADMIN) == 0),
 			 req->owner ? PS(req->owner, req->owner_len) : PN,
 			 PS(server_id, strlen(server_id)),
 			 PS(incarnation, strlen(incarnation)),
@@ -1226,6 +1232,16 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 			 PI(packed_covers), PI(rq), PI(0)) != 0)
 	{
 		cancel(req, holder, hlen, rq);
+		goto out;
+	}
+	if (a.state == ST_OUTSIDE_GRANTS)
+	{
+		set_err(err, DLOCK_ER_ACCESS,
+				"%s: permission denied for lock \"%s\": outside the prefixes "
+				"granted to %.200s%s%.100s [42501]", req->fn,
+				show_name(req->name, req->name_len, nb, sizeof(nb)),
+				who->account, who->role_len ? " and its role " : "",
+				who->role);
 		goto out;
 	}
 	if (a.state == ST_STRONGER)
@@ -1521,6 +1537,27 @@ dls_holder(const DlockCaller *who, const DlockReq *req, char **out,
 		*out = sr.s;
 		*out_len = sr.len;
 	}
+	return 0;
+}
+
+int
+dls_grant(const char *fn, const char *grantee, size_t grantee_len,
+		  const char *prefix, size_t prefix_len, int revoke, int *changed,
+		  DlockErr *err)
+{
+	StrRow		sr = {0};
+	P			p[3] = {PS(grantee, grantee_len), PS(prefix, prefix_len),
+	PI(revoke)};
+
+	*changed = 0;
+	if (scan(fn, Q_GRANT, p, 3, cb_str_row, &sr, err) != 0)
+	{
+		free(sr.s);
+		return -1;
+	}
+	if (sr.found && !sr.isnull && sr.s)
+		*changed = atoi(sr.s) > 0;
+	free(sr.s);
 	return 0;
 }
 

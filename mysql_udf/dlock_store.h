@@ -62,6 +62,8 @@ typedef struct DlockCaller
 	int			access;			/* DLOCK_ACCESS_* bits */
 	char		account[DLOCK_MAX_ACCOUNT_LEN + 1];	/* CURRENT_USER() */
 	size_t		account_len;
+	char		role[DLOCK_MAX_ACCOUNT_LEN + 1];	/* CURRENT_ROLE(), or "" */
+	size_t		role_len;
 } DlockCaller;
 
 /* One request, already validated by the UDF layer. */
@@ -115,6 +117,14 @@ extern int	dls_release_all(const DlockCaller *who, const DlockReq *req,
  */
 extern int	dls_holder(const DlockCaller *who, const DlockReq *req, char **out,
 					   size_t *out_len, DlockErr *err);
+
+/*
+ * Add (revoke = 0) or take back a namespace grant of dlock.grants;
+ * *changed = 1 when the table changed.
+ */
+extern int	dls_grant(const char *fn, const char *grantee, size_t grantee_len,
+					  const char *prefix, size_t prefix_len, int revoke,
+					  int *changed, DlockErr *err);
 
 /* Expire leases and clean up after dead sessions; *count = rows ended. */
 extern int	dls_reap(const DlockCaller *who, long long *count, DlockErr *err);

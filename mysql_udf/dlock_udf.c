@@ -84,6 +84,9 @@ typedef void (*default_definer_fn) (void *thd, ServerLexUser *out, _Bool role);
 #define SYM_ROUTINE_ACCESS \
 	"_Z20check_routine_accessP3THD11privilege_tPK25st_mysql_const_lex_stringS4_PK10Sp_handlerb"
 #define SYM_DEFAULT_DEFINER "_Z19get_default_definerP3THDP8LEX_USERb"
+/* is_acl_user(const char *host, const char *user): an account, or with an
+ * empty host a role, exists */
+#define SYM_IS_ACL_USER "_Z11is_acl_userPKcS0_"
 #define SERVER_EXECUTE_ACL (1ULL << 18)	/* privilege.h */
 
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
@@ -279,7 +282,10 @@ caller_access(void *thd)
 	return bits;
 }
 
-/* The caller's account as CURRENT_USER() shows it: user@host. */
+/*
+ * The caller's account as CURRENT_USER() shows it, user@host, and its
+ * active role as CURRENT_ROLE() does ("" when none).
+ */
 static void
 caller_account(void *thd, DlockCaller *who)
 {
@@ -297,6 +303,16 @@ caller_account(void *thd, DlockCaller *who)
 		n = 0;
 	who->account_len = (size_t) n < sizeof(who->account) ?
 		(size_t) n : sizeof(who->account) - 1;
+
+	memset(&u, 0, sizeof(u));
+	h_default_definer(thd, &u, 1);
+	n = snprintf(who->role, sizeof(who->role), "%.*s",
+				 (int) (u.user.str ? u.user.length : 0),
+				 u.user.str ? u.user.str : "");
+	if (n < 0)
+		n = 0;
+	who->role_len = (size_t) n < sizeof(who->role) ?
+		(size_t) n : sizeof(who->role) - 1;
 }
 
 static void
@@ -929,6 +945,117 @@ dlock_new_owner(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	for (int i = 0; i < 16; i++)
 		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
 	return set_string(initid, hex, 32, length, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_grant(prefix, grantee) / dlock_revoke(prefix, grantee) -> 1 when
+ * dlock.grants changed, 0 when the grant was already there / not there.
+ * grantee: an account as CURRENT_USER() shows it (user@host) or a role.
+ * ------------------------------------------------------------------------ */
+typedef _Bool (*is_acl_user_fn) (const char *host, const char *user);
+
+static my_bool
+grant_init(UDF_INIT *initid, UDF_ARGS *args, char *message, const char *fn)
+{
+	return init_common(initid, args, message, fn, 2, 2, "(prefix, grantee)",
+					   NULL);
+}
+
+static long long
+grant_common(UDF_ARGS *args, int revoke, char *is_null, char *error)
+{
+	const char *fn = revoke ? "dlock_revoke" : "dlock_grant";
+	DlockCaller who;
+	DlockReq	req = {0};
+	DlockErr	err = {0};
+	const char *g = args->args[1];
+	size_t		glen = args->lengths[1];
+	char		user[DLOCK_MAX_ACCOUNT_LEN + 1];
+	char		host[DLOCK_MAX_ACCOUNT_LEN + 1];
+	const char *at;
+	int			changed = 0;
+	static is_acl_user_fn is_acl_user;
+
+	*is_null = 0;
+	*error = 0;
+	req.fn = fn;
+	if (authorize(&who, DLOCK_ACCESS_ADMIN, fn, error, is_null) != 0)
+		return 0;
+	/* a prefix is a name, or "/" for every path */
+	if (!(args->args[0] && args->lengths[0] == 1 && args->args[0][0] == '/') &&
+		get_name(args, 0, &req, error, is_null) != 0)
+		return 0;
+	if (g == NULL || glen == 0 || glen > DLOCK_MAX_ACCOUNT_LEN)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS,
+			 "%s: grantee must be an account (user@host) or a role%s", fn, "");
+		return 0;
+	}
+	/* the grantee must exist: user@host (split at the last @) or a role */
+	if (is_acl_user == NULL)
+		is_acl_user = (is_acl_user_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER);
+	at = memrchr(g, '@', glen);
+	snprintf(user, sizeof(user), "%.*s", (int) (at ? (size_t) (at - g) : glen), g);
+	snprintf(host, sizeof(host), "%.*s", at ? (int) (glen - (size_t) (at - g) - 1) : 0,
+			 at ? at + 1 : "");
+	if (!revoke && (is_acl_user == NULL || !is_acl_user(host, user)))
+	{
+		char		shown[64];
+		size_t		n = glen < sizeof(shown) - 1 ? glen : sizeof(shown) - 1;
+
+		for (size_t k = 0; k < n; k++)
+			shown[k] = ((unsigned char) g[k] < 0x20 || g[k] == '"') ? '?' : g[k];
+		shown[n] = '\0';
+		fail(error, is_null, DLOCK_ER_ARGS,
+			 "%s: no account or role named \"%s\" (an account is written "
+			 "user@host, as CURRENT_USER() shows it)", fn, shown);
+		return 0;
+	}
+	if (dls_grant(fn, g, glen, args->args[0], args->lengths[0], revoke,
+				  &changed, &err) != 0)
+	{
+		report_failure(&err, error, is_null);
+		return 0;
+	}
+	return changed;
+}
+
+my_bool
+dlock_grant_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return grant_init(initid, args, message, "dlock_grant");
+}
+
+void
+dlock_grant_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_grant(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	(void) initid;
+	return grant_common(args, 0, is_null, error);
+}
+
+my_bool
+dlock_revoke_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return grant_init(initid, args, message, "dlock_revoke");
+}
+
+void
+dlock_revoke_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_revoke(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	(void) initid;
+	return grant_common(args, 1, is_null, error);
 }
 
 /* ------------------------------------------------------------------------

@@ -116,6 +116,19 @@ CREATE TABLE IF NOT EXISTS dlock.done (
     KEY done_at (done_at)
 ) ENGINE=InnoDB;
 
+-- Namespaces: once a grant names an account (user@host as CURRENT_USER()
+-- shows it) or its active role, that caller may lock only the names under
+-- its prefixes.  A path prefix ('/a', or '/' for every path) covers the
+-- path and the paths below it, segment by segment; a flat prefix covers
+-- the flat names that start with it, byte by byte.  Changed through
+-- dlock_grant() / dlock_revoke(); checked by step_acquire.
+CREATE TABLE IF NOT EXISTS dlock.grants (
+    grantee       VARBINARY(640)   NOT NULL,
+    prefix        VARBINARY(1024)  NOT NULL,
+    granted_at    TIMESTAMP(6)     NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+    PRIMARY KEY (grantee, prefix)
+) ENGINE=InnoDB;
+
 -- Tickets: one counter for every request of every name, so the tickets of
 -- a name grow in the order its requests are decided (they are taken while
 -- the name's row is locked).  A crash loses the cached block and the next
@@ -147,6 +160,8 @@ DROP FUNCTION IF EXISTS dlock_info;
 DROP FUNCTION IF EXISTS dlock_new_owner;
 DROP FUNCTION IF EXISTS dlock_reap;
 DROP FUNCTION IF EXISTS dlock_sees;
+DROP FUNCTION IF EXISTS dlock_grant;
+DROP FUNCTION IF EXISTS dlock_revoke;
 
 CREATE FUNCTION dlock_acquire     RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE FUNCTION dlock_try_acquire RETURNS INTEGER SONAME 'dlock_udf.so';
@@ -158,6 +173,8 @@ CREATE FUNCTION dlock_info        RETURNS STRING  SONAME 'dlock_udf.so';
 CREATE FUNCTION dlock_new_owner   RETURNS STRING  SONAME 'dlock_udf.so';
 CREATE FUNCTION dlock_reap        RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE FUNCTION dlock_sees        RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_grant       RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_revoke      RETURNS INTEGER SONAME 'dlock_udf.so';
 
 -- Who may call dlock: UDFs need no privilege in MariaDB, so each function
 -- checks EXECUTE on one of these procedures in the caller's security
@@ -223,10 +240,12 @@ GRANT EXECUTE ON PROCEDURE dlock.user_access TO dlock_user;
 GRANT SELECT ON dlock.locks TO dlock_user;
 GRANT EXECUTE ON PROCEDURE dlock.monitor_access TO dlock_monitor;
 GRANT SELECT ON dlock.locks TO dlock_monitor;
+GRANT SELECT ON dlock.grants TO dlock_monitor;
 GRANT EXECUTE ON PROCEDURE dlock.user_access TO dlock_admin;
 GRANT EXECUTE ON PROCEDURE dlock.monitor_access TO dlock_admin;
 GRANT EXECUTE ON PROCEDURE dlock.admin_access TO dlock_admin;
 GRANT SELECT ON dlock.locks TO dlock_admin;
+GRANT SELECT ON dlock.grants TO dlock_admin;
 
 -- ------------------------------------------------------------------------
 -- The algorithm.  Each step_* procedure is one step of one call of the
@@ -324,7 +343,7 @@ END//
 -- (try), or queue with a new ticket.
 CREATE OR REPLACE PROCEDURE dlock.step_acquire(
     IN p_name VARBINARY(1024), IN p_holder VARBINARY(1024),
-    IN p_account VARBINARY(640),
+    IN p_account VARBINARY(640), IN p_role VARBINARY(640), IN p_bound TINYINT,
     IN p_owner VARBINARY(255), IN p_server VARCHAR(160),
     IN p_incarnation VARCHAR(64), IN p_conn BIGINT UNSIGNED,
     IN p_mode TINYINT UNSIGNED, IN p_ttl_us BIGINT, IN p_timeout_us BIGINT,
@@ -342,6 +361,22 @@ step: BEGIN
     DECLARE v_state, v_head TINYINT DEFAULT 0;
     DECLARE v_granted TEXT DEFAULT '';
 
+    -- a caller bound by grants (not dlock_admin) may take only names
+    -- under them: state 6, before anything is written
+    IF p_bound AND EXISTS (SELECT 1 FROM dlock.grants
+                            WHERE grantee IN (p_account, p_role))
+       AND NOT EXISTS (
+           SELECT 1 FROM dlock.grants g
+            WHERE g.grantee IN (p_account, p_role)
+              AND IF(LEFT(p_name, 1) = '/',
+                     LEFT(g.prefix, 1) = '/'
+                     AND (g.prefix = '/' OR g.prefix = p_name
+                          OR LEFT(p_name, LENGTH(g.prefix) + 1) = CONCAT(g.prefix, '/')),
+                     LEFT(g.prefix, 1) <> '/'
+                     AND LEFT(p_name, LENGTH(g.prefix)) = g.prefix)) THEN
+        SELECT 6, NULL, NULL, 0, NULL, 0, '', '', NULL;
+        LEAVE step;
+    END IF;
     START TRANSACTION;
     SET v_version = (SELECT version FROM dlock.names WHERE name = p_name FOR UPDATE);
     IF v_version IS NULL THEN
@@ -748,6 +783,20 @@ BEGIN
     COMMIT;
     DELETE FROM dlock.done WHERE done_at < NOW(6) - INTERVAL 1 MINUTE;
     SELECT 1, NULL, NULL, 0, NULL, v_count, '', '', NULL;
+END//
+
+-- dlock_grant / dlock_revoke: count = 1 when the grant was added or taken
+-- back, 0 when it was already there / not there.
+CREATE OR REPLACE PROCEDURE dlock.step_grant(
+    IN p_grantee VARBINARY(640), IN p_prefix VARBINARY(1024), IN p_revoke TINYINT)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    IF p_revoke THEN
+        DELETE FROM dlock.grants WHERE grantee = p_grantee AND prefix = p_prefix;
+    ELSE
+        INSERT IGNORE INTO dlock.grants (grantee, prefix) VALUES (p_grantee, p_prefix);
+    END IF;
+    SELECT ROW_COUNT();
 END//
 
 DELIMITER ;
