@@ -82,6 +82,7 @@ enum
 	Q_MY_QUEUE,
 	Q_FORGET_IDLE,
 	Q_GRANT,
+	Q_SET_QUOTA,
 	NQ
 };
 
@@ -127,6 +128,8 @@ static const char *const Q[NQ] = {
 	"CALL dlock.step_forget_idle(1000)",
 	[Q_GRANT] =
 	"CALL dlock.step_grant(?, ?, ?)",
+	[Q_SET_QUOTA] =
+	"CALL dlock.step_set_quota(?, ?, ?, ?, ?)",
 };
 
 
@@ -869,7 +872,8 @@ enum
 	ST_REFUSED = 3,				/* try-acquire: not now */
 	ST_STRONGER = 4,			/* held in a weaker mode (DL003) */
 	ST_WITHDRAWN = 5,
-	ST_OUTSIDE_GRANTS = 6		/* the name is outside the caller's grants */
+	ST_OUTSIDE_GRANTS = 6,		/* the name is outside the caller's grants */
+	ST_QUOTA = 7				/* over the account's quota (expiry: which) */
 };
 
 /* A step's result row. */
@@ -1244,6 +1248,13 @@ dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
 				who->role);
 		goto out;
 	}
+	if (a.state == ST_QUOTA)
+	{
+		set_err(err, DLOCK_ER_QUOTA,
+				"%s: lock quota exceeded for %.200s (%s) [53400]", req->fn,
+				who->account, a.expiry ? a.expiry : "?");
+		goto out;
+	}
 	if (a.state == ST_STRONGER)
 	{
 		set_err(err, DLOCK_ER_UNKNOWN,
@@ -1559,6 +1570,19 @@ dls_grant(const char *fn, const char *grantee, size_t grantee_len,
 		*changed = atoi(sr.s) > 0;
 	free(sr.s);
 	return 0;
+}
+
+int
+dls_set_quota(const char *fn, const char *grantee, size_t grantee_len,
+			  const long long limits[4], DlockErr *err)
+{
+	StrRow		sr = {0};
+	P			p[5] = {PS(grantee, grantee_len), PIN(limits[0]),
+		PIN(limits[1]), PIN(limits[2]), PIN(limits[3])};
+	int			r = scan(fn, Q_SET_QUOTA, p, 5, cb_str_row, &sr, err);
+
+	free(sr.s);
+	return r;
 }
 
 /* ------------------------------------------------------------------------

@@ -19,9 +19,14 @@
 /* Lease given to owner-keyed locks acquired without a TTL. */
 #define DLOCK_DEFAULT_OWNER_TTL_US (60LL * 1000000LL)
 
-/* Longest accepted TTL and timeout (TIMESTAMP columns end in 2038). */
-#define DLOCK_MAX_TTL_US (366LL * 86400LL * 1000000LL)
-#define DLOCK_MAX_TIMEOUT_US (366LL * 86400LL * 1000000LL)
+/*
+ * Longest accepted TTL: one day unless DLOCK_MAX_TTL_SECONDS in the server's
+ * environment says otherwise (up to the ceiling; TIMESTAMP columns end in
+ * 2038).  Longest timeout: the ceiling.
+ */
+#define DLOCK_DEFAULT_MAX_TTL_US (86400LL * 1000000LL)
+#define DLOCK_CEILING_US (366LL * 86400LL * 1000000LL)
+#define DLOCK_MAX_TIMEOUT_US DLOCK_CEILING_US
 
 /* How often a waiting call looks at the tables for changes made elsewhere. */
 #define DLOCK_RECHECK_MS 1000
@@ -36,6 +41,7 @@
 #define DLOCK_ER_LOCK_WAIT 1205		/* ER_LOCK_WAIT_TIMEOUT, HY000 */
 #define DLOCK_ER_INTERRUPTED 1317	/* ER_QUERY_INTERRUPTED, 70100 */
 #define DLOCK_ER_ACCESS 1370		/* ER_PROCACCESS_DENIED_ERROR, 42000 */
+#define DLOCK_ER_QUOTA 1226			/* ER_USER_LIMIT_REACHED, 42000 */
 
 /* What a caller may do (dlock_udf.c checks them with the server's ACL). */
 #define DLOCK_ACCESS_USER 1		/* take, renew and release locks */
@@ -125,6 +131,12 @@ extern int	dls_holder(const DlockCaller *who, const DlockReq *req, char **out,
 extern int	dls_grant(const char *fn, const char *grantee, size_t grantee_len,
 					  const char *prefix, size_t prefix_len, int revoke,
 					  int *changed, DlockErr *err);
+
+/* Set an account's quota (limits: max_locks, max_locks_per_owner,
+ * max_bytes, max_bytes_per_owner; < 0 none); all none removes it. */
+extern int	dls_set_quota(const char *fn, const char *grantee,
+						  size_t grantee_len, const long long limits[4],
+						  DlockErr *err);
 
 /* Expire leases and clean up after dead sessions; *count = rows ended. */
 extern int	dls_reap(const DlockCaller *who, long long *count, DlockErr *err);

@@ -100,6 +100,7 @@ static routine_access_fn h_routine_access;
 static default_definer_fn h_default_definer;
 static const void *h_sp_handler_procedure;
 static char hooks_missing[128];
+static long long max_ttl_us = DLOCK_DEFAULT_MAX_TTL_US;
 static char self_id[160];
 static const char *self_socket;
 static unsigned int self_port;
@@ -135,6 +136,13 @@ hooks_init(void)
 				 !h_routine_access ? "check_routine_access" :
 				 !h_default_definer ? "get_default_definer" :
 				 "sp_handler_procedure");
+	if (getenv("DLOCK_MAX_TTL_SECONDS"))
+	{
+		double		v = strtod(getenv("DLOCK_MAX_TTL_SECONDS"), NULL);
+
+		if (v >= 1 && v * 1e6 <= (double) DLOCK_CEILING_US)
+			max_ttl_us = (long long) (v * 1e6);
+	}
 	self_socket = (sock && *sock) ? *sock : NULL;
 	self_port = port ? *port : 0;
 	snprintf(self_id, sizeof(self_id), "%s:%u",
@@ -586,7 +594,7 @@ acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
 		get_seconds(args, 1, "timeout", DLOCK_MAX_TIMEOUT_US, &req.timeout_us,
 					&req, error, is_null) != 0)
 		return 0;
-	if (get_seconds(args, ttl_i, "ttl", DLOCK_MAX_TTL_US, &req.ttl_us, &req,
+	if (get_seconds(args, ttl_i, "ttl", max_ttl_us, &req.ttl_us, &req,
 					error, is_null) != 0 ||
 		get_mode(args, ttl_i + 1, &req, error, is_null) != 0 ||
 		get_owner(args, ttl_i + 2, &req, error, is_null) != 0)
@@ -744,7 +752,7 @@ dlock_renew(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	*error = 0;
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, req.fn, error, is_null) != 0 ||
 		get_name(args, 0, &req, error, is_null) != 0 ||
-		get_seconds(args, 1, "ttl", DLOCK_MAX_TTL_US, &req.ttl_us, &req,
+		get_seconds(args, 1, "ttl", max_ttl_us, &req.ttl_us, &req,
 					error, is_null) != 0 ||
 		get_owner(args, 2, &req, error, is_null) != 0)
 		return NULL;
@@ -1056,6 +1064,84 @@ dlock_revoke(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 {
 	(void) initid;
 	return grant_common(args, 1, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_set_quota(account, max_locks [, max_locks_per_owner [, max_bytes
+ * [, max_bytes_per_owner]]]) -> 1; NULL: no limit, all NULL: no quota.
+ * ------------------------------------------------------------------------ */
+static const int num_quota[5] = {0, 1, 1, 1, 1};
+
+my_bool
+dlock_set_quota_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_set_quota", 2, 5,
+					   "(account, max_locks [, per_owner [, max_bytes [, bytes_per_owner]]])",
+					   num_quota);
+}
+
+void
+dlock_set_quota_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_set_quota(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	static const char *const what[4] = {"max_locks", "max_locks_per_owner",
+	"max_bytes", "max_bytes_per_owner"};
+	DlockCaller who;
+	DlockErr	err = {0};
+	long long	limits[4] = {-1, -1, -1, -1};
+	const char *g = args->args[0];
+	size_t		glen = args->lengths[0];
+	const char *at;
+	char		user[DLOCK_MAX_ACCOUNT_LEN + 1];
+	char		host[DLOCK_MAX_ACCOUNT_LEN + 1];
+	static is_acl_user_fn is_acl_user;
+
+	(void) initid;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_ADMIN, "dlock_set_quota", error, is_null) != 0)
+		return 0;
+	for (unsigned int i = 1; i < args->arg_count; i++)
+	{
+		double		v;
+
+		if (args->args[i] == NULL)
+			continue;
+		v = *(double *) args->args[i];
+		if (!(v >= 0) || v != (double) (long long) v || v > 1e15)
+		{
+			fail(error, is_null, DLOCK_ER_ARGS,
+				 "%s: %s must be a whole number from 0 on, or NULL",
+				 "dlock_set_quota", what[i - 1]);
+			return 0;
+		}
+		limits[i - 1] = (long long) v;
+	}
+	/* quotas are per account: user@host, split at the last @ */
+	at = g ? memrchr(g, '@', glen) : NULL;
+	if (is_acl_user == NULL)
+		is_acl_user = (is_acl_user_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER);
+	if (at == NULL || glen > DLOCK_MAX_ACCOUNT_LEN || is_acl_user == NULL ||
+		(snprintf(user, sizeof(user), "%.*s", (int) (at - g), g),
+		 snprintf(host, sizeof(host), "%.*s", (int) (glen - (size_t) (at - g) - 1), at + 1),
+		 host[0] == '\0' || !is_acl_user(host, user)))
+	{
+		fail(error, is_null, DLOCK_ER_ARGS,
+			 "%s: no such account (write it user@host, as CURRENT_USER() shows it)%s",
+			 "dlock_set_quota", "");
+		return 0;
+	}
+	if (dls_set_quota("dlock_set_quota", g, glen, limits, &err) != 0)
+	{
+		report_failure(&err, error, is_null);
+		return 0;
+	}
+	return 1;
 }
 
 /* ------------------------------------------------------------------------

@@ -98,6 +98,8 @@ ALTER TABLE dlock.queue ADD COLUMN IF NOT EXISTS
 ALTER TABLE dlock.held ADD COLUMN IF NOT EXISTS
     account VARBINARY(640) NOT NULL DEFAULT '' AFTER holder,
     MODIFY holder VARBINARY(1024) NOT NULL;
+ALTER TABLE dlock.queue ADD KEY IF NOT EXISTS queue_account (account);
+ALTER TABLE dlock.held ADD KEY IF NOT EXISTS held_account (account);
 UPDATE dlock.held
    SET account = CURRENT_USER(),
        holder = CONCAT('k:', LENGTH(CURRENT_USER()), ':', CURRENT_USER(), owner)
@@ -127,6 +129,20 @@ CREATE TABLE IF NOT EXISTS dlock.grants (
     prefix        VARBINARY(1024)  NOT NULL,
     granted_at    TIMESTAMP(6)     NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     PRIMARY KEY (grantee, prefix)
+) ENGINE=InnoDB;
+
+-- Quotas, per account (not through roles; dlock_admin has none): at most
+-- max_locks named locks held (live) or waited for in all, max_locks_per_owner
+-- per owner key or session, and as many bytes (each lock: its name's length
+-- plus its owner key's).  NULL: no limit.  Set with dlock_set_quota();
+-- checked by step_acquire with the account's row locked, so concurrent
+-- requests of one account cannot pass it together.
+CREATE TABLE IF NOT EXISTS dlock.quotas (
+    grantee             VARBINARY(640) NOT NULL PRIMARY KEY,
+    max_locks           BIGINT NULL,
+    max_locks_per_owner BIGINT NULL,
+    max_bytes           BIGINT NULL,
+    max_bytes_per_owner BIGINT NULL
 ) ENGINE=InnoDB;
 
 -- Tickets: one counter for every request of every name, so the tickets of
@@ -162,6 +178,7 @@ DROP FUNCTION IF EXISTS dlock_reap;
 DROP FUNCTION IF EXISTS dlock_sees;
 DROP FUNCTION IF EXISTS dlock_grant;
 DROP FUNCTION IF EXISTS dlock_revoke;
+DROP FUNCTION IF EXISTS dlock_set_quota;
 
 CREATE FUNCTION dlock_acquire     RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE FUNCTION dlock_try_acquire RETURNS INTEGER SONAME 'dlock_udf.so';
@@ -175,6 +192,7 @@ CREATE FUNCTION dlock_reap        RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE FUNCTION dlock_sees        RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE FUNCTION dlock_grant       RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE FUNCTION dlock_revoke      RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE FUNCTION dlock_set_quota   RETURNS INTEGER SONAME 'dlock_udf.so';
 
 -- Who may call dlock: UDFs need no privilege in MariaDB, so each function
 -- checks EXECUTE on one of these procedures in the caller's security
@@ -241,11 +259,13 @@ GRANT SELECT ON dlock.locks TO dlock_user;
 GRANT EXECUTE ON PROCEDURE dlock.monitor_access TO dlock_monitor;
 GRANT SELECT ON dlock.locks TO dlock_monitor;
 GRANT SELECT ON dlock.grants TO dlock_monitor;
+GRANT SELECT ON dlock.quotas TO dlock_monitor;
 GRANT EXECUTE ON PROCEDURE dlock.user_access TO dlock_admin;
 GRANT EXECUTE ON PROCEDURE dlock.monitor_access TO dlock_admin;
 GRANT EXECUTE ON PROCEDURE dlock.admin_access TO dlock_admin;
 GRANT SELECT ON dlock.locks TO dlock_admin;
 GRANT SELECT ON dlock.grants TO dlock_admin;
+GRANT SELECT ON dlock.quotas TO dlock_admin;
 
 -- ------------------------------------------------------------------------
 -- The algorithm.  Each step_* procedure is one step of one call of the
@@ -360,6 +380,8 @@ step: BEGIN
     DECLARE v_next BIGINT;
     DECLARE v_state, v_head TINYINT DEFAULT 0;
     DECLARE v_granted TEXT DEFAULT '';
+    DECLARE v_max, v_max_owner, v_max_bytes, v_max_owner_bytes, v_n, v_bytes BIGINT;
+    DECLARE v_quota VARCHAR(64);
 
     -- a caller bound by grants (not dlock_admin) may take only names
     -- under them: state 6, before anything is written
@@ -426,6 +448,46 @@ step: BEGIN
               FROM dlock.held WHERE name = p_name;
         ELSE
             DELETE FROM dlock.held WHERE name = p_name AND expires_at <= v_now;
+        END IF;
+    END IF;
+    -- a new lock of an account with a quota: count what it holds and
+    -- waits for (its quota row locked: one such decision at a time)
+    IF v_mine IS NULL AND p_bound THEN
+        SELECT max_locks, max_locks_per_owner, max_bytes, max_bytes_per_owner
+          INTO v_max, v_max_owner, v_max_bytes, v_max_owner_bytes
+          FROM dlock.quotas WHERE grantee = p_account FOR UPDATE;
+        IF v_max IS NOT NULL OR v_max_bytes IS NOT NULL THEN
+            SELECT COUNT(*), IFNULL(SUM(LENGTH(name) + IFNULL(LENGTH(owner), 0)), 0)
+              INTO v_n, v_bytes
+              FROM (SELECT name, owner FROM dlock.held
+                     WHERE account = p_account
+                       AND (expires_at IS NULL OR expires_at > v_now)
+                    UNION ALL
+                    SELECT name, owner FROM dlock.queue WHERE account = p_account) r;
+            IF v_n + 1 > v_max THEN
+                SET v_quota = CONCAT('max_locks ', v_max);
+            ELSEIF v_bytes + LENGTH(p_name) + IFNULL(LENGTH(p_owner), 0) > v_max_bytes THEN
+                SET v_quota = CONCAT('max_bytes ', v_max_bytes);
+            END IF;
+        END IF;
+        IF v_quota IS NULL AND (v_max_owner IS NOT NULL OR v_max_owner_bytes IS NOT NULL) THEN
+            SELECT COUNT(*), IFNULL(SUM(LENGTH(name) + IFNULL(LENGTH(owner), 0)), 0)
+              INTO v_n, v_bytes
+              FROM (SELECT name, owner FROM dlock.held
+                     WHERE holder = p_holder
+                       AND (expires_at IS NULL OR expires_at > v_now)
+                    UNION ALL
+                    SELECT name, owner FROM dlock.queue WHERE holder = p_holder) r;
+            IF v_n + 1 > v_max_owner THEN
+                SET v_quota = CONCAT('max_locks_per_owner ', v_max_owner);
+            ELSEIF v_bytes + LENGTH(p_name) + IFNULL(LENGTH(p_owner), 0) > v_max_owner_bytes THEN
+                SET v_quota = CONCAT('max_bytes_per_owner ', v_max_owner_bytes);
+            END IF;
+        END IF;
+        IF v_quota IS NOT NULL THEN
+            ROLLBACK;
+            SELECT 7, NULL, NULL, 0, NULL, 0, '', '', v_quota;
+            LEAVE step;
         END IF;
     END IF;
     IF v_mine IS NOT NULL THEN
@@ -783,6 +845,24 @@ BEGIN
     COMMIT;
     DELETE FROM dlock.done WHERE done_at < NOW(6) - INTERVAL 1 MINUTE;
     SELECT 1, NULL, NULL, 0, NULL, v_count, '', '', NULL;
+END//
+
+-- dlock_set_quota: all limits NULL removes the account's row.
+CREATE OR REPLACE PROCEDURE dlock.step_set_quota(
+    IN p_grantee VARBINARY(640), IN p_max BIGINT, IN p_max_owner BIGINT,
+    IN p_max_bytes BIGINT, IN p_max_owner_bytes BIGINT)
+    SQL SECURITY INVOKER MODIFIES SQL DATA
+BEGIN
+    IF COALESCE(p_max, p_max_owner, p_max_bytes, p_max_owner_bytes) IS NULL THEN
+        DELETE FROM dlock.quotas WHERE grantee = p_grantee;
+    ELSE
+        INSERT INTO dlock.quotas VALUES (p_grantee, p_max, p_max_owner,
+                                         p_max_bytes, p_max_owner_bytes)
+            ON DUPLICATE KEY UPDATE max_locks = p_max,
+                max_locks_per_owner = p_max_owner, max_bytes = p_max_bytes,
+                max_bytes_per_owner = p_max_owner_bytes;
+    END IF;
+    SELECT 1;
 END//
 
 -- dlock_grant / dlock_revoke: count = 1 when the grant was added or taken
