@@ -10,6 +10,13 @@
  * only as parameters (arrays unnested in the statement), never in the text.
  * Names are schema-qualified and operators spelled OPERATOR(pg_catalog.x),
  * and the worker runs with search_path = pg_catalog.
+ *
+ * The worker connects as the bootstrap superuser (a background worker of
+ * PostgreSQL 15 can only connect as a role that may log in), but each of
+ * its transactions runs as the role dlock_worker (NOLOGIN; SELECT, INSERT,
+ * UPDATE and DELETE on these three tables and nothing else): triggers on
+ * the tables and every statement here run with its rights.  Only switching
+ * a table between logged and unlogged, which needs its owner, steps back.
  */
 #include "postgres.h"
 
@@ -21,6 +28,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "utils/acl.h"
 #include "commands/async.h"
 #include "commands/extension.h"
 #include "executor/executor.h"
@@ -270,17 +278,46 @@ dlock_store_installed(void)
 		OidIsValid(get_relname_relid("ticket_counter", nsp));
 }
 
-/* Make the tables' persistence match dlock.logged. */
+/* The worker's own user while a transaction runs as dlock_worker. */
+static Oid	connected_user = InvalidOid;
+static int	connected_sec_context = 0;
+
+/* Run the open transaction as dlock_worker (when the role exists). */
+static void
+become_worker_role(void)
+{
+	Oid			role = get_role_oid("dlock_worker", true);
+
+	GetUserIdAndSecContext(&connected_user, &connected_sec_context);
+	if (OidIsValid(role))
+		SetUserIdAndSecContext(role,
+							   connected_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+/* Back to the connected user (an abort restores it by itself). */
+static void
+leave_worker_role(void)
+{
+	SetUserIdAndSecContext(connected_user, connected_sec_context);
+}
+
+/*
+ * Make the tables' persistence match dlock.logged.  The ticket counter
+ * stays logged either way: a crash empties unlogged tables, and tokens must
+ * not start again from 1 (nor the worker find no counter and never load).
+ */
 void
 dlock_store_set_logged(bool logged)
 {
 	static const char *const tables[] = {"held", "queue", "ticket_counter"};
 	Oid			nsp = get_namespace_oid("dlock", false);
+	bool		changed = false;
 
 	for (size_t i = 0; i < lengthof(tables); i++)
 	{
 		Oid			relid = get_relname_relid(tables[i], nsp);
-		char		want = logged ? RELPERSISTENCE_PERMANENT : RELPERSISTENCE_UNLOGGED;
+		bool		keep_logged = logged || strcmp(tables[i], "ticket_counter") == 0;
+		char		want = keep_logged ? RELPERSISTENCE_PERMANENT : RELPERSISTENCE_UNLOGGED;
 		StringInfoData sql;
 
 		if (get_rel_persistence(relid) == want)
@@ -288,12 +325,28 @@ dlock_store_set_logged(bool logged)
 		/* table names are our own constants, not input */
 		initStringInfo(&sql);
 		appendStringInfo(&sql, "ALTER TABLE dlock.%s SET %s", tables[i],
-						 logged ? "LOGGED" : "UNLOGGED");
+						 keep_logged ? "LOGGED" : "UNLOGGED");
+		/* only the tables' owner may: the connected superuser */
+		leave_worker_role();
 		if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not change the persistence of dlock.%s", tables[i]);
+		become_worker_role();
 		ereport(LOG,
 				(errmsg("dlock: table dlock.%s is now %s", tables[i],
-						logged ? "logged" : "unlogged")));
+						keep_logged ? "logged" : "unlogged")));
+		changed = true;
+	}
+
+	/*
+	 * The change rewrote the tables, their rows now carry this command's
+	 * id: read them with a snapshot taken after it (the one taken when the
+	 * transaction began sees them empty).
+	 */
+	if (changed)
+	{
+		CommandCounterIncrement();
+		PopActiveSnapshot();
+		PushActiveSnapshot(GetTransactionSnapshot());
 	}
 }
 
@@ -795,6 +848,7 @@ dlock_store_begin(void)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	become_worker_role();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -827,6 +881,7 @@ dlock_store_commit(bool flush)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	leave_worker_role();
 
 	/*
 	 * A commit waiting for a synchronous standby stops waiting when the

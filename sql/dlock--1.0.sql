@@ -40,6 +40,18 @@ BEGIN
             EXECUTE pg_catalog.format('GRANT %I TO dlock_admin', r);
         END IF;
     END LOOP;
+    -- the worker's transactions run as dlock_worker: a role nobody can log
+    -- in as, with rights on the lock manager's tables only
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles
+                    WHERE rolname OPERATOR(pg_catalog.=) 'dlock_worker') THEN
+        CREATE ROLE dlock_worker NOLOGIN;
+    ELSIF EXISTS (SELECT FROM pg_catalog.pg_roles
+                   WHERE rolname OPERATOR(pg_catalog.=) 'dlock_worker'
+                     AND (rolcanlogin OR rolsuper)) THEN
+        RAISE EXCEPTION 'role dlock_worker exists and can log in or is a superuser'
+            USING ERRCODE = '42501',
+                  HINT = 'dlock''s worker runs as dlock_worker: make it NOLOGIN NOSUPERUSER, or drop it';
+    END IF;
 END
 $roles$;
 
@@ -107,6 +119,8 @@ CREATE TABLE dlock.ticket_counter (
 INSERT INTO dlock.ticket_counter VALUES (1);
 
 REVOKE ALL ON dlock.held, dlock.queue, dlock.ticket_counter FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON dlock.held, dlock.queue, dlock.ticket_counter
+    TO dlock_worker;
 
 /*
  * Namespaces: once a grant binds a role (directly or through a role whose
@@ -172,7 +186,7 @@ COMMENT ON VIEW dlock.locks IS 'dlock holders (granted) and waiters (queue posit
 REVOKE ALL ON SCHEMA dlock FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dlock.shown_owner(text, regrole), dlock.visible(text, regrole),
     dlock.grants_changed() FROM PUBLIC;
-GRANT USAGE ON SCHEMA dlock TO dlock_user, dlock_monitor;
+GRANT USAGE ON SCHEMA dlock TO dlock_user, dlock_monitor, dlock_worker;
 GRANT EXECUTE ON FUNCTION dlock.shown_owner(text, regrole), dlock.visible(text, regrole)
     TO dlock_user, dlock_monitor;
 GRANT SELECT ON dlock.locks TO dlock_user, dlock_monitor;

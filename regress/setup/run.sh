@@ -129,7 +129,73 @@ else
     echo "FAIL grants forgotten with the extension dropped and created again: $(echo $got)"
     failed=$((failed + 1))
 fi
+# the worker's transactions run as dlock_worker: a dlock_worker someone
+# made able to log in is refused, not reused
+got=$(pg psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres -v VERBOSITY=default 2>&1 <<'SQL' | sed -n 's/.*ERROR:  //p'
+DROP EXTENSION dlock;
+ALTER ROLE dlock_worker LOGIN;
+CREATE EXTENSION dlock;
+ALTER ROLE dlock_worker NOLOGIN;
+CREATE EXTENSION dlock;
+SELECT rolname FROM pg_roles WHERE rolname = 'dlock_worker' AND (rolcanlogin OR rolsuper);
+SQL
+)
+if [ "$(echo $got)" == "role dlock_worker exists and can log in or is a superuser" ] &&
+   [ "$(pg psql -X -Atq -h "$DIR" -p "$PORT" -U postgres -d postgres -c "SELECT count(*) FROM pg_extension WHERE extname = 'dlock'")" == 1 ]; then
+    echo "ok   a dlock_worker that can log in is refused, a NOLOGIN one reused"; passed=$((passed + 1))
+else
+    echo "FAIL a dlock_worker that can log in is refused, a NOLOGIN one reused: $(echo $got)"
+    failed=$((failed + 1))
+fi
 stop
+
+# 3b. dlock.logged = off: the worker makes the lock tables unlogged and
+# loads them in the same transaction (once it read them with the snapshot
+# from before the rewrite, found no ticket counter and never started); the
+# ticket counter stays logged, so a crash loses the locks but not the
+# tokens' order (once an unlogged counter came back empty: no worker ever
+# again); the tables are logged again when the setting goes back
+logged_case() {  # name, setting, expected relpersistence (held, queue, ticket_counter)
+    start "shared_preload_libraries = 'dlock'
+dlock.database = 'postgres'
+$2"
+    local got
+    got=$(timeout 30 psql -X -At -h "$DIR" -p "$PORT" -U postgres -d postgres 2>&1 <<'SQL' | sed -n 's/.*NOTICE:  //p'
+DO $$ DECLARE t bigint; BEGIN
+    FOR i IN 1..100 LOOP
+        BEGIN
+            t := dlock_acquire('lg');
+            PERFORM dlock_release('lg');
+            RAISE NOTICE 'ok %', t; RETURN;
+        EXCEPTION WHEN OTHERS THEN
+            IF SQLSTATE <> '55000' THEN RAISE NOTICE '%', SQLERRM; RETURN; END IF;
+            PERFORM pg_sleep(0.1);
+        END;
+    END LOOP;
+    RAISE NOTICE 'the lock manager did not start';
+END $$;
+SQL
+)
+    token=$(echo "$got" | sed -n 's/^ok //p')
+    got="$(echo "$got" | sed 's/^ok .*/ok/') $(psql -X -At -h "$DIR" -p "$PORT" -U postgres -d postgres -c \
+        "SELECT string_agg(relpersistence::text, '' ORDER BY relname) FROM pg_class
+          WHERE relnamespace = 'dlock'::regnamespace AND relname IN ('held', 'queue', 'ticket_counter')")"
+    if [ "$(echo $got)" == "ok $3" ]; then
+        echo "ok   $1"; passed=$((passed + 1))
+    else
+        echo "FAIL $1: $(echo $got)"; failed=$((failed + 1))
+    fi
+    stop  # an immediate stop: a crash, which empties unlogged tables
+}
+token=
+logged_case "dlock.logged = off: lock tables unlogged, the counter logged, the lock manager runs" "dlock.logged = off" uup
+before_crash=$token
+logged_case "after a crash, dlock.logged back on: the lock manager runs, tables logged again" "" ppp
+if [ -n "$before_crash" ] && [ -n "$token" ] && [ "$token" -gt "$before_crash" ]; then
+    echo "ok   unlogged lock tables, a crash: the next token is larger ($before_crash, then $token)"; passed=$((passed + 1))
+else
+    echo "FAIL unlogged lock tables, a crash: tokens $before_crash, then $token"; failed=$((failed + 1))
+fi
 
 # 4. a clone in a folder whose path has a hyphen and a space (once the
 # MariaDB suite cut such a path at the '-'): its build and its scripts work

@@ -32,6 +32,17 @@ SELECT rolname, rolcanlogin, pg_has_role('dlock_admin', oid, 'MEMBER') AS in_adm
   FROM pg_roles WHERE rolname IN ('dlock_user', 'dlock_monitor', 'dlock_admin')
  ORDER BY rolname;
 
+-- the worker's transactions run as dlock_worker: no login, no superuser,
+-- no member of anything, rights on the lock manager's three tables only
+SELECT rolcanlogin, rolsuper, rolcreaterole, rolbypassrls,
+       (SELECT count(*) FROM pg_auth_members m WHERE m.member = r.oid) AS memberships
+  FROM pg_roles r WHERE rolname = 'dlock_worker';
+SELECT c.relname, string_agg(a.privilege_type, ',' ORDER BY a.privilege_type) AS rights
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
+       aclexplode(c.relacl) a
+ WHERE n.nspname = 'dlock' AND a.grantee = 'dlock_worker'::regrole
+ GROUP BY c.relname ORDER BY c.relname;
+
 CREATE ROLE dlock_sec_nobody;
 CREATE ROLE dlock_sec_app IN ROLE dlock_user;
 CREATE ROLE dlock_sec_watch IN ROLE dlock_monitor;
