@@ -197,6 +197,7 @@ main(int argc, char **argv)
 	long	   *counts;
 	WaitLog    *logs;
 	long		failed = 0;
+	const char *user;
 
 	if (argc != 7)
 	{
@@ -212,11 +213,13 @@ main(int argc, char **argv)
 	if (mysql_library_init(0, NULL, NULL) != 0)
 		die("mysql_library_init", "failed");
 	cs = calloc(n, sizeof(Client));
+	/* BENCH_MY_USER: an account other than root (no password, the socket) */
+	user = getenv("BENCH_MY_USER") ? getenv("BENCH_MY_USER") : "root";
 	for (int i = 0; i < n; i++)
 	{
 		cs[i].id = i;
 		cs[i].my = mysql_init(NULL);
-		if (mysql_real_connect(cs[i].my, NULL, "root", NULL, NULL, 0, sock, 0) == NULL)
+		if (mysql_real_connect(cs[i].my, NULL, user, NULL, NULL, 0, sock, 0) == NULL)
 			die("connect", mysql_error(cs[i].my));
 	}
 	if (strcmp(kind, "table") == 0 &&

@@ -271,22 +271,38 @@ static const struct
 	{DLOCK_ACCESS_ADMIN, "admin_access", "dlock_admin"},
 };
 
-/* The access bits the caller's current security context holds. */
+/* Whether the caller's current security context holds one access bit. */
 static int
-caller_access(void *thd)
+has_access(void *thd, int bit)
+{
+	for (size_t i = 0; i < sizeof(access_levels) / sizeof(access_levels[0]); i++)
+		if (access_levels[i].bit == bit)
+		{
+			ServerLexString db = {"dlock", 5};
+			ServerLexString name = {access_levels[i].routine,
+			strlen(access_levels[i].routine)};
+
+			return !h_routine_access(thd, SERVER_EXECUTE_ACL, &db, &name,
+									 h_sp_handler_procedure, 1);
+		}
+	return 0;
+}
+
+/*
+ * The access bits of 'wanted' the caller holds; dlock_admin implies all of
+ * them and is looked at first (one ACL look-up for an administrator).
+ */
+static int
+caller_access(void *thd, int wanted)
 {
 	int			bits = 0;
 
-	for (size_t i = 0; i < sizeof(access_levels) / sizeof(access_levels[0]); i++)
-	{
-		ServerLexString db = {"dlock", 5};
-		ServerLexString name = {access_levels[i].routine,
-		strlen(access_levels[i].routine)};
-
-		if (!h_routine_access(thd, SERVER_EXECUTE_ACL, &db, &name,
-							  h_sp_handler_procedure, 1))
-			bits |= access_levels[i].bit;
-	}
+	if (has_access(thd, DLOCK_ACCESS_ADMIN))
+		return DLOCK_ACCESS_ADMIN | DLOCK_ACCESS_USER | DLOCK_ACCESS_MONITOR;
+	if ((wanted & DLOCK_ACCESS_USER) && has_access(thd, DLOCK_ACCESS_USER))
+		bits |= DLOCK_ACCESS_USER;
+	if ((wanted & DLOCK_ACCESS_MONITOR) && has_access(thd, DLOCK_ACCESS_MONITOR))
+		bits |= DLOCK_ACCESS_MONITOR;
 	return bits;
 }
 
@@ -323,15 +339,16 @@ caller_account(void *thd, DlockCaller *who)
 		(size_t) n : sizeof(who->role) - 1;
 }
 
+/* Fills *who; access holds the bits of 'wanted' the caller has. */
 static void
-caller(DlockCaller *who)
+caller(DlockCaller *who, int wanted)
 {
 	void	   *thd = h_current_thd();
 
 	who->conn_id = h_thread_id(thd);
 	who->killed = caller_killed;
 	who->killed_arg = NULL;
-	who->access = caller_access(thd);
+	who->access = caller_access(thd, wanted);
 	caller_account(thd, who);
 }
 
@@ -347,7 +364,7 @@ authorize(DlockCaller *who, int needed, const char *fn, char *error,
 	const char *role = "dlock_user";
 	const char *routine = "user_access";
 
-	caller(who);
+	caller(who, needed);
 	if (who->access & needed)
 		return 0;
 	for (size_t i = 0; i < sizeof(access_levels) / sizeof(access_levels[0]); i++)
@@ -1174,7 +1191,7 @@ dlock_sees(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	(void) initid;
 	*is_null = 0;
 	*error = 0;
-	caller(&who);
+	caller(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_MONITOR);
 	if (who.access & DLOCK_ACCESS_ADMIN)
 		return 2;
 	if (args->args[0] != NULL && args->lengths[0] == who.account_len &&

@@ -382,22 +382,28 @@ step: BEGIN
     DECLARE v_granted TEXT DEFAULT '';
     DECLARE v_max, v_max_owner, v_max_bytes, v_max_owner_bytes, v_n, v_bytes BIGINT;
     DECLARE v_quota VARCHAR(64);
+    DECLARE v_bound, v_covered, v_has_quota BOOLEAN DEFAULT FALSE;
 
     -- a caller bound by grants (not dlock_admin) may take only names
-    -- under them: state 6, before anything is written
-    IF p_bound AND EXISTS (SELECT 1 FROM dlock.grants
-                            WHERE grantee IN (p_account, p_role))
-       AND NOT EXISTS (
-           SELECT 1 FROM dlock.grants g
-            WHERE g.grantee IN (p_account, p_role)
-              AND IF(LEFT(p_name, 1) = '/',
-                     LEFT(g.prefix, 1) = '/'
-                     AND (g.prefix = '/' OR g.prefix = p_name
-                          OR LEFT(p_name, LENGTH(g.prefix) + 1) = CONCAT(g.prefix, '/')),
-                     LEFT(g.prefix, 1) <> '/'
-                     AND LEFT(p_name, LENGTH(g.prefix)) = g.prefix)) THEN
-        SELECT 6, NULL, NULL, 0, NULL, 0, '', '', NULL;
-        LEAVE step;
+    -- under them: state 6, before anything is written; one statement also
+    -- tells whether the account has a quota (checked below)
+    IF p_bound THEN
+        SELECT EXISTS (SELECT 1 FROM dlock.grants
+                        WHERE grantee IN (p_account, p_role)),
+               EXISTS (SELECT 1 FROM dlock.grants g
+                        WHERE g.grantee IN (p_account, p_role)
+                          AND IF(LEFT(p_name, 1) = '/',
+                                 LEFT(g.prefix, 1) = '/'
+                                 AND (g.prefix = '/' OR g.prefix = p_name
+                                      OR LEFT(p_name, LENGTH(g.prefix) + 1) = CONCAT(g.prefix, '/')),
+                                 LEFT(g.prefix, 1) <> '/'
+                                 AND LEFT(p_name, LENGTH(g.prefix)) = g.prefix)),
+               EXISTS (SELECT 1 FROM dlock.quotas WHERE grantee = p_account)
+          INTO v_bound, v_covered, v_has_quota;
+        IF v_bound AND NOT v_covered THEN
+            SELECT 6, NULL, NULL, 0, NULL, 0, '', '', NULL;
+            LEAVE step;
+        END IF;
     END IF;
     START TRANSACTION;
     SET v_version = (SELECT version FROM dlock.names WHERE name = p_name FOR UPDATE);
@@ -452,7 +458,7 @@ step: BEGIN
     END IF;
     -- a new lock of an account with a quota: count what it holds and
     -- waits for (its quota row locked: one such decision at a time)
-    IF v_mine IS NULL AND p_bound THEN
+    IF v_mine IS NULL AND v_has_quota THEN
         SELECT max_locks, max_locks_per_owner, max_bytes, max_bytes_per_owner
           INTO v_max, v_max_owner, v_max_bytes, v_max_owner_bytes
           FROM dlock.quotas WHERE grantee = p_account FOR UPDATE;
