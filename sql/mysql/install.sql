@@ -380,7 +380,8 @@ step: BEGIN
     DECLARE v_next BIGINT;
     DECLARE v_state, v_head TINYINT DEFAULT 0;
     DECLARE v_granted TEXT DEFAULT '';
-    DECLARE v_max, v_max_owner, v_max_bytes, v_max_owner_bytes, v_n, v_bytes BIGINT;
+    DECLARE v_max, v_max_owner, v_max_bytes, v_max_owner_bytes BIGINT;
+    DECLARE v_n, v_bytes, v_n_owner, v_bytes_owner, v_len BIGINT;
     DECLARE v_quota VARCHAR(64);
     DECLARE v_bound, v_covered, v_has_quota BOOLEAN DEFAULT FALSE;
 
@@ -462,34 +463,28 @@ step: BEGIN
         SELECT max_locks, max_locks_per_owner, max_bytes, max_bytes_per_owner
           INTO v_max, v_max_owner, v_max_bytes, v_max_owner_bytes
           FROM dlock.quotas WHERE grantee = p_account FOR UPDATE;
-        IF v_max IS NOT NULL OR v_max_bytes IS NOT NULL THEN
-            SELECT COUNT(*), IFNULL(SUM(LENGTH(name) + IFNULL(LENGTH(owner), 0)), 0)
-              INTO v_n, v_bytes
-              FROM (SELECT name, owner FROM dlock.held
-                     WHERE account = p_account
-                       AND (expires_at IS NULL OR expires_at > v_now)
-                    UNION ALL
-                    SELECT name, owner FROM dlock.queue WHERE account = p_account) r;
-            IF v_n + 1 > v_max THEN
-                SET v_quota = CONCAT('max_locks ', v_max);
-            ELSEIF v_bytes + LENGTH(p_name) + IFNULL(LENGTH(p_owner), 0) > v_max_bytes THEN
-                SET v_quota = CONCAT('max_bytes ', v_max_bytes);
-            END IF;
-        END IF;
-        IF v_quota IS NULL AND (v_max_owner IS NOT NULL OR v_max_owner_bytes IS NOT NULL) THEN
-            SELECT COUNT(*), IFNULL(SUM(LENGTH(name) + IFNULL(LENGTH(owner), 0)), 0)
-              INTO v_n, v_bytes
-              FROM (SELECT name, owner FROM dlock.held
-                     WHERE holder = p_holder
-                       AND (expires_at IS NULL OR expires_at > v_now)
-                    UNION ALL
-                    SELECT name, owner FROM dlock.queue WHERE holder = p_holder) r;
-            IF v_n + 1 > v_max_owner THEN
-                SET v_quota = CONCAT('max_locks_per_owner ', v_max_owner);
-            ELSEIF v_bytes + LENGTH(p_name) + IFNULL(LENGTH(p_owner), 0) > v_max_owner_bytes THEN
-                SET v_quota = CONCAT('max_bytes_per_owner ', v_max_owner_bytes);
-            END IF;
-        END IF;
+        -- the account's locks and, among them or not, the owner's: one pass
+        SELECT IFNULL(SUM(account = p_account), 0),
+               IFNULL(SUM(IF(account = p_account, len, 0)), 0),
+               IFNULL(SUM(holder = p_holder), 0),
+               IFNULL(SUM(IF(holder = p_holder, len, 0)), 0)
+          INTO v_n, v_bytes, v_n_owner, v_bytes_owner
+          FROM (SELECT account, holder, LENGTH(name) + IFNULL(LENGTH(owner), 0) AS len
+                  FROM dlock.held
+                 WHERE (account = p_account OR holder = p_holder)
+                   AND (expires_at IS NULL OR expires_at > v_now)
+                UNION ALL
+                SELECT account, holder, LENGTH(name) + IFNULL(LENGTH(owner), 0)
+                  FROM dlock.queue
+                 WHERE account = p_account OR holder = p_holder) r;
+        SET v_len = LENGTH(p_name) + IFNULL(LENGTH(p_owner), 0);
+        SET v_quota = CASE
+            WHEN v_n + 1 > v_max THEN CONCAT('max_locks ', v_max)
+            WHEN v_bytes + v_len > v_max_bytes THEN CONCAT('max_bytes ', v_max_bytes)
+            WHEN v_n_owner + 1 > v_max_owner THEN CONCAT('max_locks_per_owner ', v_max_owner)
+            WHEN v_bytes_owner + v_len > v_max_owner_bytes
+                THEN CONCAT('max_bytes_per_owner ', v_max_owner_bytes)
+        END;
         IF v_quota IS NOT NULL THEN
             ROLLBACK;
             SELECT 7, NULL, NULL, 0, NULL, 0, '', '', v_quota;
