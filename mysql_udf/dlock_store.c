@@ -83,6 +83,7 @@ enum
 	Q_FORGET_IDLE,
 	Q_GRANT,
 	Q_SET_QUOTA,
+	Q_KEY_ACCOUNTS,
 	NQ
 };
 
@@ -130,6 +131,11 @@ static const char *const Q[NQ] = {
 	"CALL dlock.step_grant(?, ?, ?)",
 	[Q_SET_QUOTA] =
 	"CALL dlock.step_set_quota(?, ?, ?, ?, ?)",
+	/* no index on owner: administrators' calls only */
+	[Q_KEY_ACCOUNTS] =
+	"SELECT account FROM dlock.held WHERE owner = ? "
+	"AND (expires_at IS NULL OR expires_at > NOW(6)) "
+	"UNION SELECT account FROM dlock.queue WHERE owner = ? LIMIT 2",
 };
 
 
@@ -1483,6 +1489,42 @@ scan(const char *fn, int qid, const P *p, int np, RowCb cb, void *arg,
 			continue;
 		return r;
 	}
+}
+
+int
+dls_act_as_key_owner(DlockCaller *who, const DlockReq *req, DlockErr *err)
+{
+	List		accounts = {0};
+	P			p[2] = {PS(req->owner, req->owner_len),
+	PS(req->owner, req->owner_len)};
+	int			rc = -1;
+
+	if (req->owner == NULL || !(who->access & DLOCK_ACCESS_ADMIN))
+		return 0;
+	if (scan(req->fn, Q_KEY_ACCOUNTS, p, 2, cb_names, &accounts, err) != 0)
+		goto out;
+	if (accounts.oom)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", req->fn);
+		goto out;
+	}
+	if (accounts.n > 1)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN,
+				"%s: the owner key is used by more than one account; "
+				"dlock_admin cannot tell whose to act for", req->fn);
+		goto out;
+	}
+	if (accounts.n == 1 && accounts.items[0].name_len < sizeof(who->account))
+	{
+		memcpy(who->account, accounts.items[0].name, accounts.items[0].name_len);
+		who->account[accounts.items[0].name_len] = '\0';
+		who->account_len = accounts.items[0].name_len;
+	}
+	rc = 0;
+out:
+	lst_free(&accounts);
+	return rc;
 }
 
 int

@@ -94,6 +94,15 @@ typedef struct DlockReq
 extern int	dls_init(const char *self_socket, unsigned int self_port,
 					 const char *server_id, DlockErr *err);
 
+/*
+ * dlock_admin may act with any account's owner key: when the caller is one
+ * and req has a key that an account's rows use, who->account becomes that
+ * account (the call acts for it).  A key no account uses stays the
+ * caller's; one used by several accounts is an error.  0 or -1.
+ */
+extern int	dls_act_as_key_owner(DlockCaller *who, const DlockReq *req,
+								 DlockErr *err);
+
 /* Acquire; *token = fencing token, or 0 when not granted (timeout/try). */
 extern int	dls_acquire(const DlockCaller *who, const DlockReq *req,
 						int try_only, long long *token, DlockErr *err);

@@ -617,7 +617,8 @@ acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
 		get_owner(args, ttl_i + 2, &req, error, is_null) != 0)
 		return 0;
 	default_ttl(&req);
-	if (dls_acquire(&who, &req, try_only, &token, &err) != 0)
+	if (dls_act_as_key_owner(&who, &req, &err) != 0 ||
+		dls_acquire(&who, &req, try_only, &token, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
 		return 0;
@@ -721,7 +722,8 @@ dlock_release(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 		get_name(args, 0, &req, error, is_null) != 0 ||
 		get_owner(args, 1, &req, error, is_null) != 0)
 		return 0;
-	if (dls_release(&who, &req, &released, &err) != 0)
+	if (dls_act_as_key_owner(&who, &req, &err) != 0 ||
+		dls_release(&who, &req, &released, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
 		return 0;
@@ -773,7 +775,8 @@ dlock_renew(UDF_INIT *initid, UDF_ARGS *args, char *result,
 					error, is_null) != 0 ||
 		get_owner(args, 2, &req, error, is_null) != 0)
 		return NULL;
-	if (dls_renew(&who, &req, expiry, sizeof(expiry), &no_lease, &err) != 0)
+	if (dls_act_as_key_owner(&who, &req, &err) != 0 ||
+		dls_renew(&who, &req, expiry, sizeof(expiry), &no_lease, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
 		return NULL;
@@ -817,7 +820,8 @@ dlock_release_all(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, req.fn, error, is_null) != 0 ||
 		get_owner(args, 0, &req, error, is_null) != 0)
 		return 0;
-	if (dls_release_all(&who, &req, &count, &err) != 0)
+	if (dls_act_as_key_owner(&who, &req, &err) != 0 ||
+		dls_release_all(&who, &req, &count, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
 		return 0;
