@@ -269,6 +269,32 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION dlock_new_owner() IS
     'a random 128-bit owner key in hex, for locks that outlive a connection';
 
+CREATE FUNCTION dlock_check(name text, token bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'dlock_check'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION dlock_check(text, bigint) IS
+    'fencing in the caller''s transaction: true when token is a current grant of name (not released, lease not run out)';
+
+-- Who holds a lock, as dlock.locks shows it to the caller (its own rows,
+-- rows under its granted prefixes, every row for dlock_monitor; keys only
+-- to their role and dlock_admin); leases that ran out are left out.
+CREATE FUNCTION dlock_holder(name text)
+RETURNS TABLE(mode text, owner text, pid integer, token bigint, count integer,
+              expires_at timestamptz)
+AS $holder$
+    SELECT l.mode, l.owner, l.pid, l.token, l.count, l.expires_at
+      FROM dlock.locks l
+     WHERE l.name OPERATOR(pg_catalog.=) $1 AND l.granted
+       AND (l.expires_at IS NULL
+            OR l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
+     ORDER BY l.token
+$holder$
+LANGUAGE sql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION dlock_holder(text) IS
+    'who holds a lock: mode, owner key (shown as in dlock.locks), pid, token, count, lease end';
+
 -- Functions are executable by PUBLIC when created: only dlock_user may call these.
 REVOKE EXECUTE ON FUNCTION
     dlock_acquire(text, text, interval, interval, text),
@@ -279,7 +305,9 @@ REVOKE EXECUTE ON FUNCTION
     dlock_renew(text, interval, text),
     dlock_release_all(text),
     dlock_new_owner(),
-    dlock_manager_pid()
+    dlock_manager_pid(),
+    dlock_check(text, bigint),
+    dlock_holder(text)
   FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
     dlock_acquire(text, text, interval, interval, text),
@@ -290,9 +318,11 @@ GRANT EXECUTE ON FUNCTION
     dlock_renew(text, interval, text),
     dlock_release_all(text),
     dlock_new_owner(),
-    dlock_manager_pid()
+    dlock_manager_pid(),
+    dlock_check(text, bigint),
+    dlock_holder(text)
   TO dlock_user;
-GRANT EXECUTE ON FUNCTION dlock_manager_pid() TO dlock_monitor;
+GRANT EXECUTE ON FUNCTION dlock_manager_pid(), dlock_holder(text) TO dlock_monitor;
 
 -- Namespaces (dlock.grants); run as the extension's owner, for dlock_admin.
 CREATE FUNCTION dlock_grant(prefix text, role regrole)

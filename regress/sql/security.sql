@@ -61,6 +61,8 @@ SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
     $$SELECT dlock_release_all('k')$$,
     $$SELECT dlock_new_owner()$$,
     $$SELECT dlock_manager_pid()$$,
+    $$SELECT dlock_check('sec/a', 1)$$,
+    $$SELECT count(*) FROM dlock_holder('sec/a')$$,
     $$SELECT count(*) FROM dlock.locks$$,
     $$SELECT count(*) FROM dlock.held$$,
     $$SELECT dlock.shown_owner('k')$$]) q;
@@ -193,8 +195,13 @@ SELECT dlock_acquire('/tenant-a/by-admin') > 0 AS inside, dlock_acquire('/elsewh
 SET ROLE dlock_sec_a;
 SELECT name, role FROM dlock.locks
  WHERE NOT implied AND name IN ('/tenant-a/by-admin', '/elsewhere');
+-- dlock_holder shows what the view shows; dlock_check outside the grants is refused
+SELECT count(*) AS holders_inside FROM dlock_holder('/tenant-a/by-admin');
+SELECT count(*) AS holders_outside FROM dlock_holder('/elsewhere');
+SELECT dlock_sec.outcome($$SELECT dlock_check('/elsewhere', 1)$$) AS check_outside;
 SET ROLE dlock_sec_other;
 SELECT count(*) AS unbound_sees FROM dlock.locks WHERE name IN ('/tenant-a/by-admin', '/elsewhere');
+SELECT count(*) AS unbound_holders FROM dlock_holder('/elsewhere');
 RESET ROLE;
 SELECT dlock_release('/tenant-a/by-admin'), dlock_release('/elsewhere');
 

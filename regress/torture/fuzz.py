@@ -55,7 +55,7 @@ def owner():
 
 
 def call():
-    fn = rng.randrange(8)
+    fn = rng.randrange(10)
     if fn == 0:
         return "SELECT dlock_acquire(%s, %s, %s::interval, %s::interval, %s)", \
             (name(), mode(), rng.choice([interval(), "10 ms"]), interval(), owner())
@@ -75,6 +75,11 @@ def call():
                           ["d", "d", "e"], ["m%d" % i for i in range(70)]])
         return "SELECT dlock_acquire_all(%s::text[], %s, %s::interval, %s::interval, %s)", \
             (arr, mode(), rng.choice([interval(), "10 ms"]), interval(), owner())
+    if fn == 7:
+        return "SELECT dlock_check(%s, %s)", \
+            (name(), rng.choice([None, 0, -1, 2 ** 63 - 1, rng.randrange(1, 100000)]))
+    if fn == 8:
+        return "SELECT * FROM dlock_holder(%s)", (name(),)
     return "SELECT dlock_new_owner()", ()
 
 
