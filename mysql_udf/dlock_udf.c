@@ -80,12 +80,13 @@ typedef _Bool (*routine_access_fn) (void *thd, unsigned long long want,
 									const void *sp_handler, _Bool no_errors);
 /* get_default_definer(THD*, LEX_USER*, bool role): CURRENT_USER() */
 typedef void (*default_definer_fn) (void *thd, ServerLexUser *out, _Bool role);
+/* is_acl_user(const char *host, const char *user): the account exists, or
+ * with an empty host the role */
+typedef _Bool (*is_acl_user_fn) (const char *host, const char *user);
 
 #define SYM_ROUTINE_ACCESS \
 	"_Z20check_routine_accessP3THD11privilege_tPK25st_mysql_const_lex_stringS4_PK10Sp_handlerb"
 #define SYM_DEFAULT_DEFINER "_Z19get_default_definerP3THDP8LEX_USERb"
-/* is_acl_user(const char *host, const char *user): an account, or with an
- * empty host a role, exists */
 #define SYM_IS_ACL_USER "_Z11is_acl_userPKcS0_"
 #define SERVER_EXECUTE_ACL (1ULL << 18)	/* privilege.h */
 
@@ -98,6 +99,7 @@ static printf_error_fn h_printf_error;
 static const char *h_server_version;
 static routine_access_fn h_routine_access;
 static default_definer_fn h_default_definer;
+static is_acl_user_fn h_is_acl_user;
 static const void *h_sp_handler_procedure;
 static char hooks_missing[128];
 static long long max_ttl_us = DLOCK_DEFAULT_MAX_TTL_US;
@@ -120,13 +122,15 @@ hooks_init(void)
 	h_server_version = (const char *) dlsym(RTLD_DEFAULT, "server_version");
 	h_routine_access = (routine_access_fn) dlsym(RTLD_DEFAULT, SYM_ROUTINE_ACCESS);
 	h_default_definer = (default_definer_fn) dlsym(RTLD_DEFAULT, SYM_DEFAULT_DEFINER);
+	h_is_acl_user = (is_acl_user_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER);
 	h_sp_handler_procedure = dlsym(RTLD_DEFAULT, "sp_handler_procedure");
 	sock = (char **) dlsym(RTLD_DEFAULT, "mysqld_unix_port");
 	port = (unsigned int *) dlsym(RTLD_DEFAULT, "mysqld_port");
 	host = (const char *) dlsym(RTLD_DEFAULT, "glob_hostname");
 
 	if (!h_current_thd || !h_thread_id || !h_kill_level || !h_printf_error ||
-		!h_routine_access || !h_default_definer || !h_sp_handler_procedure)
+		!h_routine_access || !h_default_definer || !h_is_acl_user ||
+		!h_sp_handler_procedure)
 		snprintf(hooks_missing, sizeof(hooks_missing),
 				 "this server does not export %s",
 				 !h_current_thd ? "_current_thd" :
@@ -135,7 +139,7 @@ hooks_init(void)
 				 !h_printf_error ? "my_printf_error" :
 				 !h_routine_access ? "check_routine_access" :
 				 !h_default_definer ? "get_default_definer" :
-				 "sp_handler_procedure");
+				 !h_is_acl_user ? "is_acl_user" : "sp_handler_procedure");
 	if (getenv("DLOCK_MAX_TTL_SECONDS"))
 	{
 		double		v = strtod(getenv("DLOCK_MAX_TTL_SECONDS"), NULL);
@@ -981,7 +985,29 @@ dlock_new_owner(UDF_INIT *initid, UDF_ARGS *args, char *result,
  * dlock.grants changed, 0 when the grant was already there / not there.
  * grantee: an account as CURRENT_USER() shows it (user@host) or a role.
  * ------------------------------------------------------------------------ */
-typedef _Bool (*is_acl_user_fn) (const char *host, const char *user);
+/*
+ * Whether g names an existing account - user@host as CURRENT_USER() shows
+ * it, split at the last @ - or, unless accounts_only, a role (no @).
+ */
+static int
+grantee_exists(const char *g, size_t glen, int accounts_only)
+{
+	char		user[DLOCK_MAX_ACCOUNT_LEN + 1];
+	char		host[DLOCK_MAX_ACCOUNT_LEN + 1];
+	const char *at;
+
+	if (g == NULL || glen == 0 || glen > DLOCK_MAX_ACCOUNT_LEN)
+		return 0;
+	at = memrchr(g, '@', glen);
+	if (at == NULL && accounts_only)
+		return 0;
+	if (at != NULL && at + 1 == g + glen)
+		return 0;				/* an empty host would name a role */
+	snprintf(user, sizeof(user), "%.*s", (int) (at ? (size_t) (at - g) : glen), g);
+	snprintf(host, sizeof(host), "%.*s",
+			 at ? (int) (glen - (size_t) (at - g) - 1) : 0, at ? at + 1 : "");
+	return h_is_acl_user(host, user);
+}
 
 static my_bool
 grant_init(UDF_INIT *initid, UDF_ARGS *args, char *message, const char *fn)
@@ -999,11 +1025,7 @@ grant_common(UDF_ARGS *args, int revoke, char *is_null, char *error)
 	DlockErr	err = {0};
 	const char *g = args->args[1];
 	size_t		glen = args->lengths[1];
-	char		user[DLOCK_MAX_ACCOUNT_LEN + 1];
-	char		host[DLOCK_MAX_ACCOUNT_LEN + 1];
-	const char *at;
 	int			changed = 0;
-	static is_acl_user_fn is_acl_user;
 
 	*is_null = 0;
 	*error = 0;
@@ -1020,14 +1042,8 @@ grant_common(UDF_ARGS *args, int revoke, char *is_null, char *error)
 			 "%s: grantee must be an account (user@host) or a role%s", fn, "");
 		return 0;
 	}
-	/* the grantee must exist: user@host (split at the last @) or a role */
-	if (is_acl_user == NULL)
-		is_acl_user = (is_acl_user_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER);
-	at = memrchr(g, '@', glen);
-	snprintf(user, sizeof(user), "%.*s", (int) (at ? (size_t) (at - g) : glen), g);
-	snprintf(host, sizeof(host), "%.*s", at ? (int) (glen - (size_t) (at - g) - 1) : 0,
-			 at ? at + 1 : "");
-	if (!revoke && (is_acl_user == NULL || !is_acl_user(host, user)))
+	/* a revoke may name a grantee dropped since */
+	if (!revoke && !grantee_exists(g, glen, 0))
 	{
 		char		shown[64];
 		size_t		n = glen < sizeof(shown) - 1 ? glen : sizeof(shown) - 1;
@@ -1117,10 +1133,6 @@ dlock_set_quota(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	long long	limits[4] = {-1, -1, -1, -1};
 	const char *g = args->args[0];
 	size_t		glen = args->lengths[0];
-	const char *at;
-	char		user[DLOCK_MAX_ACCOUNT_LEN + 1];
-	char		host[DLOCK_MAX_ACCOUNT_LEN + 1];
-	static is_acl_user_fn is_acl_user;
 
 	(void) initid;
 	*is_null = 0;
@@ -1143,14 +1155,8 @@ dlock_set_quota(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 		}
 		limits[i - 1] = (long long) v;
 	}
-	/* quotas are per account: user@host, split at the last @ */
-	at = g ? memrchr(g, '@', glen) : NULL;
-	if (is_acl_user == NULL)
-		is_acl_user = (is_acl_user_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER);
-	if (at == NULL || glen > DLOCK_MAX_ACCOUNT_LEN || is_acl_user == NULL ||
-		(snprintf(user, sizeof(user), "%.*s", (int) (at - g), g),
-		 snprintf(host, sizeof(host), "%.*s", (int) (glen - (size_t) (at - g) - 1), at + 1),
-		 host[0] == '\0' || !is_acl_user(host, user)))
+	/* quotas are per account */
+	if (!grantee_exists(g, glen, 1))
 	{
 		fail(error, is_null, DLOCK_ER_ARGS,
 			 "%s: no such account (write it user@host, as CURRENT_USER() shows it)%s",
