@@ -4,7 +4,8 @@
  *		the tail and delete anywhere, no allocation.
  *
  * Interface: dlm_list_init, dlm_list_empty, dlm_list_push_tail,
- * dlm_list_delete, dlm_list_head, dlm_list_next, DLM_CONTAINER.
+ * dlm_list_delete, dlm_list_insert_after, dlm_list_head, dlm_list_tail,
+ * dlm_list_next, dlm_list_prev, DLM_CONTAINER.
  */
 #ifndef DLOCK_LIST_H
 #define DLOCK_LIST_H
@@ -54,6 +55,30 @@ dlm_list_delete(DLmLink *x)
 	x->prev->next = x->next;
 	x->next->prev = x->prev;
 	x->prev = x->next = NULL;
+}
+
+/* Insert x right after 'at' (a link of the list, or its sentinel &l->head). */
+static inline void
+dlm_list_insert_after(DLmLink *at, DLmLink *x)
+{
+	x->prev = at;
+	x->next = at->next;
+	at->next->prev = x;
+	at->next = x;
+}
+
+/* Last link, or NULL. */
+static inline DLmLink *
+dlm_list_tail(const DLmList *l)
+{
+	return dlm_list_empty(l) ? NULL : l->head.prev;
+}
+
+/* The link before x, or NULL at the start. */
+static inline DLmLink *
+dlm_list_prev(const DLmList *l, const DLmLink *x)
+{
+	return x->prev == &l->head ? NULL : x->prev;
 }
 
 /* First link, or NULL. */

@@ -43,6 +43,8 @@ struct DLockManager
 	DLmHeap		leases;
 	DLmWaiter **waiting;		/* per requester: its request's first part */
 	DLmList		young;			/* DLmWaiter.young_link: no row yet, by since */
+	DLmList		kept;			/* DLmWaiter.kept_link: kept places no call
+								 * waits for, by kept_until (14) */
 
 	int64_t		next_ticket;
 	int64_t		ticket_hi;		/* tickets below it are covered by the store */
@@ -155,6 +157,8 @@ dlm_error_message(DLmError err)
 			return "owner's lock quota exceeded";
 		case DLM_ERR_ROLE_QUOTA:
 			return "role's lock quota exceeded";
+		case DLM_ERR_KEEP_PLACE:
+			return "keep_place needs an owner key and a lease, and a request that may wait";
 	}
 	return "unknown error";
 }
@@ -683,6 +687,8 @@ waiter_remove(DLockManager *m, DLmWaiter *w)
 	w->group = NULL;
 	if (w->young_link.next)
 		dlm_list_delete(&w->young_link);	/* never stored: no row to delete */
+	if (w->kept_link.next)
+		dlm_list_delete(&w->kept_link);
 	w->p.dead = true;
 	touch_waiter(m, w);
 	note_empty_lock(m, w->lock);
@@ -785,17 +791,28 @@ implied_drop(DLockManager *m, DLmLock *a, DLmOwner *o, int mode)
 
 static void grant_pass(DLockManager *m, DLmLock *l, DLockTime now);
 
-/* Take a name (3.5): a level more, or a new holder with its intentions. */
+/*
+ * Take a name (3.5): a level more, or a new holder with its intentions.
+ * A call of the owner (collect) first collects a level granted to its kept
+ * place (14.4); a grant to a kept place no call waits for (uncollected)
+ * marks its level.
+ */
 static DLmHolder *
 take_name(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, int64_t ttl_us,
-		  int32_t pid, int64_t backend_start, DLockTime now)
+		  int32_t pid, int64_t backend_start, DLockTime now, bool collect,
+		  bool uncollected)
 {
 	DLmHolder  *h = named_holder(m, l, o);
 	int			intention = dlock_intention_mode(mode);
 
 	if (h)
 	{
-		h->count++;
+		if (collect && h->kept > 0)
+			h->kept--;
+		else
+			h->count++;
+		if (uncollected)
+			h->kept++;
 		if (ttl_us > 0)
 			holder_set_lease(m, h, ttl_us, now);
 		holder_changed(m, h);
@@ -804,6 +821,7 @@ take_name(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, int64_t ttl_us,
 	h = holder_add(m, l, o, mode, false, take_ticket(m), pid, backend_start, now);
 	if (h == NULL)
 		return NULL;
+	h->kept = uncollected ? 1 : 0;
 	if (ttl_us > 0)
 		holder_set_lease(m, h, ttl_us, now);
 	if (intention != DLOCK_MODE_INVALID)
@@ -937,6 +955,8 @@ enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 	w->since = now;
 	w->timeout_at = r->timeout_at;
 	w->ttl_us = r->ttl_us;
+	w->request = w->ticket;		/* a group's parts: set to its first's */
+	w->keep = r->keep_place;
 	if (converting)
 	{
 		dlm_list_push_tail(&l->converts, &w->lock_link);
@@ -1057,7 +1077,7 @@ grant_group(DLockManager *m, DLmGroup *g, DLockTime now)
 		}
 		else
 			last = take_name(m, e->lock, e->owner, e->mode, e->ttl_us,
-							 e->pid, e->backend_start, now);
+							 e->pid, e->backend_start, now, false, e->kept_until != 0);
 		if (last == NULL)
 			return;
 		m->tokens[i] = last->token;
@@ -1163,7 +1183,8 @@ grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 		{
 			int			requester = w->requester;
 			DLmHolder  *h = take_name(m, l, w->owner, w->mode, w->ttl_us,
-									  w->pid, w->backend_start, now);
+									  w->pid, w->backend_start, now, false,
+									  w->kept_until != 0);
 
 			waiter_remove(m, w);
 			if (h)
@@ -1437,6 +1458,150 @@ queued(DLockManager *m, DLmWaiter *first)
 }
 
 /* ---------------------------------------------------------------------
+ * Kept places (14)
+ * --------------------------------------------------------------------- */
+
+static int
+request_nparts(const DLmWaiter *first)
+{
+	return first->group ? first->group->nparts : 1;
+}
+
+static DLmWaiter *
+request_part(const DLmWaiter *first, int i)
+{
+	return first->group ? first->group->parts[i] : (DLmWaiter *) first;
+}
+
+/* Into the list of kept places, in order of kept_until (ties: as they come). */
+static void
+kept_insert(DLockManager *m, DLmWaiter *first)
+{
+	DLmLink    *at = dlm_list_tail(&m->kept);
+
+	/* places mostly come with one ttl: the search ends at the tail */
+	while (at && DLM_CONTAINER(DLmWaiter, kept_link, at)->kept_until > first->kept_until)
+		at = dlm_list_prev(&m->kept, at);
+	dlm_list_insert_after(at ? at : &m->kept.head, &first->kept_link);
+}
+
+/*
+ * 14.2: the request stays in line with no call waiting, for its lease; its
+ * rows (a young part's too) are written, durably: the answer promises it.
+ */
+static void
+detach(DLockManager *m, DLmWaiter *first, DLockTime now)
+{
+	DLockTime	until = now + (first->ttl_us > 0 ? first->ttl_us : 1);
+
+	if (first->requester >= 0 && m->waiting[first->requester] == first)
+		m->waiting[first->requester] = NULL;
+	for (int i = 0; i < request_nparts(first); i++)
+	{
+		DLmWaiter  *w = request_part(first, i);
+
+		w->requester = DLM_NOBODY;
+		w->kept_until = until;
+		if (w->young_link.next)
+			dlm_list_delete(&w->young_link);
+		w->p.dirty = true;
+		touch_waiter(m, w);
+	}
+	m->durable = true;
+	kept_insert(m, first);
+}
+
+/*
+ * O's kept place with no call waiting whose named parts are exactly these
+ * names (sorted) in this mode, or NULL (14.3).
+ */
+static DLmWaiter *
+kept_place_of(const DLockManager *m, const DLmOwner *o, const char *const *names,
+			  int nnames, int mode)
+{
+	(void) m;
+	for (DLmLink *k = dlm_list_head(&o->waiters); k; k = dlm_list_next(&o->waiters, k))
+	{
+		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, owner_link, k);
+		int			nnamed = w->group ? w->group->nnamed : 1;
+		bool		same = true;
+
+		if (w->kept_until == 0 || w->mode != mode || nnamed != nnames ||
+			(w->group && w->group->parts[0] != w))
+			continue;
+		for (int i = 0; i < nnames && same; i++)
+			same = strcmp(request_part(w, i)->lock->name, names[i]) == 0;
+		if (same)
+			return w;
+	}
+	return NULL;
+}
+
+/* 14.3: a call resumes its owner's kept place, with its own timeout and lease. */
+static void
+resume(DLockManager *m, const DLmRequest *r, DLmWaiter *first)
+{
+	dlm_list_delete(&first->kept_link);
+	for (int i = 0; i < request_nparts(first); i++)
+	{
+		DLmWaiter  *w = request_part(first, i);
+
+		w->requester = r->requester;
+		w->kept_until = 0;
+		w->pid = r->pid;
+		w->backend_start = r->session_start;
+		w->timeout_at = r->timeout_at;
+		w->ttl_us = r->ttl_us;
+		w->keep = r->keep_place;
+		w->p.dirty = true;
+		touch_waiter(m, w);
+	}
+	m->waiting[r->requester] = first;
+	answer(m, r->requester, DLOCK_STATUS_QUEUED, first->ticket, 0, 0);
+}
+
+/*
+ * 14.5: O's kept places with no call waiting that name L leave the line;
+ * returns the ticket of the first, 0 if none.
+ */
+static int64_t
+release_kept(DLockManager *m, DLmOwner *o, const DLmLock *l)
+{
+	int64_t		ticket = 0;
+	DLmLink    *k = dlm_list_head(&o->waiters);
+
+	while (k)
+	{
+		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, owner_link, k);
+		DLmWaiter  *first = w->group ? w->group->parts[0] : w;
+		bool		names_l = false;
+
+		if (first->kept_until != 0)
+			for (int i = 0; i < (first->group ? first->group->nnamed : 1) && !names_l; i++)
+				names_l = request_part(first, i)->lock == l;
+		if (!names_l)
+		{
+			k = dlm_list_next(&o->waiters, k);
+			continue;
+		}
+		if (ticket == 0)
+			ticket = first->ticket;
+		request_remove(m, first);
+		k = dlm_list_head(&o->waiters);	/* the parts left the list: again */
+	}
+	return ticket;
+}
+
+/* The soonest kept place, or NULL. */
+static DLmWaiter *
+kept_first(const DLockManager *m)
+{
+	DLmLink    *k = dlm_list_head(&m->kept);
+
+	return k ? DLM_CONTAINER(DLmWaiter, kept_link, k) : NULL;
+}
+
+/* ---------------------------------------------------------------------
  * Requests
  * --------------------------------------------------------------------- */
 
@@ -1503,7 +1668,8 @@ do_acquire(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 
 		for (int i = 0; i < r->nnames; i++)
 		{
-			h = take_name(m, locks[i], o, r->mode, r->ttl_us, r->pid, r->session_start, now);
+			h = take_name(m, locks[i], o, r->mode, r->ttl_us, r->pid, r->session_start, now,
+						  true, false);
 			if (h == NULL || m->broken)
 				return;
 			m->tokens[i] = h->token;
@@ -1539,6 +1705,7 @@ do_acquire(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 			if (w == NULL)
 				return;
 			w->group = g;
+			w->request = g->parts[0] ? g->parts[0]->ticket : w->ticket;
 			g->parts[g->nparts++] = w;
 		}
 		queued(m, g->parts[0]);
@@ -1552,9 +1719,12 @@ do_release(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 	for (int i = 0; i < r->nnames && !m->broken; i++)
 	{
 		DLmLock    *l = o ? lock_find(m, r->names[i], strlen(r->names[i])) : NULL;
+		int64_t		kept = l ? release_kept(m, o, l) : 0;
 		DLmHolder  *h = l ? named_holder(m, l, o) : NULL;
 
-		if (h == NULL)
+		if (h == NULL && kept != 0)
+			answer(m, r->requester, DLOCK_STATUS_RELEASED, kept, 0, 0);
+		else if (h == NULL)
 			answer(m, r->requester, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
 		else if (h->count > 1)
 		{
@@ -1681,6 +1851,7 @@ do_convert(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 				if (x == NULL)
 					return;
 				x->group = g;
+				x->request = c->ticket;
 				g->parts[g->nparts++] = x;
 			}
 		}
@@ -1748,6 +1919,10 @@ check_request(const DLockManager *m, const DLmRequest *r)
 		return DLM_ERR_BAD_REQUEST;
 	if (r->ttl_us < 0 || r->max_ttl_us < 0)
 		return DLM_ERR_BAD_REQUEST;
+	if (r->keep_place && (r->op == DLOCK_OP_TRY ||
+						  ((r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_ACQUIRE_ALL) &&
+						   (r->owner_key == NULL || r->ttl_us <= 0))))
+		return DLM_ERR_KEEP_PLACE;
 	if (r->owner_key)
 	{
 		size_t		len = bounded_len(r->owner_key, DLOCK_MAX_OWNER_LEN);
@@ -1871,6 +2046,19 @@ dlm_request(DLockManager *m, const DLmRequest *r, DLockTime now)
 			return DLM_ERR_NOT_YOURS;
 		}
 	}
+	/* 14.3: a kept place resumed adds nothing a limit counts */
+	if ((r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_ACQUIRE_ALL) && r->owner_key &&
+		!m->broken && (o = owner_find(m, r->owner_key, 0, 0)) != NULL)
+	{
+		DLmWaiter  *place = kept_place_of(m, o, r->names, r->nnames, r->mode);
+
+		if (place)
+		{
+			resume(m, r, place);
+			after_event(m, r->requester, now);
+			return m->broken ? DLM_ERR_NO_MEMORY : DLM_OK;
+		}
+	}
 	if ((r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY || r->op == DLOCK_OP_ACQUIRE_ALL) &&
 		(err = check_limits(m, r)) != DLM_OK)
 	{
@@ -1931,6 +2119,14 @@ dlm_withdraw(DLockManager *m, const int *requesters, int n, DLockTime now)
 
 		if (q < 0 || q >= m->cfg.nrequesters)
 			continue;
+		if (m->waiting[q] && m->waiting[q]->keep)
+		{
+			DLmWaiter  *first = m->waiting[q];
+
+			detach(m, first, now);
+			answer(m, q, DLOCK_STATUS_KEPT, first->ticket, first->kept_until, 0);
+			continue;
+		}
 		if (m->waiting[q])
 			request_remove(m, m->waiting[q]);
 		answer(m, q, DLOCK_STATUS_CANCELED, 0, 0, 0);
@@ -1947,7 +2143,12 @@ dlm_session_end(DLockManager *m, int32_t pid, int64_t session_start, int request
 	if (m->broken)
 		return;
 	if (requester >= 0 && requester < m->cfg.nrequesters && m->waiting[requester])
-		request_remove(m, m->waiting[requester]);
+	{
+		if (m->waiting[requester]->keep)
+			detach(m, m->waiting[requester], now);	/* 14.2 */
+		else
+			request_remove(m, m->waiting[requester]);
+	}
 	o = owner_find(m, NULL, pid, session_start);
 	if (o)
 		(void) end_owner(m, o, requester);
@@ -1962,10 +2163,15 @@ dlm_expire(DLockManager *m, DLockTime now, int max)
 	while (n < max && !m->broken)
 	{
 		DLmHolder  *h = dlm_heap_first(&m->leases);
+		DLmWaiter  *w = kept_first(m);
 
-		if (h == NULL || h->expires_at > now)
+		/* leases and kept places, soonest first; a lease first on a tie */
+		if (h && h->expires_at <= now && (w == NULL || h->expires_at <= w->kept_until))
+			release_last(m, h, now);
+		else if (w && w->kept_until <= now)
+			request_remove(m, w);	/* 14.6 */
+		else
 			break;
-		release_last(m, h, now);
 		n++;
 	}
 	drain(m, now);
@@ -1976,8 +2182,11 @@ DLockTime
 dlm_next_expiry(const DLockManager *m)
 {
 	DLmHolder  *h = dlm_heap_first(&m->leases);
+	DLmWaiter  *w = kept_first(m);
 
-	return h ? h->expires_at : 0;
+	if (h && w)
+		return h->expires_at < w->kept_until ? h->expires_at : w->kept_until;
+	return h ? h->expires_at : w ? w->kept_until : 0;
 }
 
 /* The young list is in order of since: the due ones are at its head. */
@@ -2114,6 +2323,7 @@ dlm_settle(DLockManager *m)
 		else
 		{
 			w->p.stored = true;
+			w->p.dirty = false;
 			w->p.listed = false;
 			w->touched_next = NULL;
 		}
@@ -2177,6 +2387,7 @@ dlm_create(const DLmConfig *config)
 	m->mem.arg = m;
 	dlm_list_init(&m->chunks);
 	dlm_list_init(&m->young);
+	dlm_list_init(&m->kept);
 	m->next_ticket = m->ticket_hi = 1;
 	if (!dlm_hash_init(&m->locks, &m->mem, 1024) ||
 		!dlm_hash_init(&m->owners, &m->mem, 256) ||
@@ -2227,7 +2438,7 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 	if (m->broken)
 		return DLM_ERR_NO_MEMORY;
 	if (row == NULL || row->name == NULL || row->mode < 0 || row->mode >= DLOCK_NMODES ||
-		row->count < 1 || row->ttl_us < 0)
+		row->count < 1 || row->ttl_us < 0 || row->kept < 0 || row->kept > row->count)
 		return DLM_ERR_BAD_REQUEST;
 	/* a name stored before the limit was lowered still loads */
 	len = strlen(row->name);
@@ -2250,6 +2461,7 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 	if (h == NULL)
 		return DLM_ERR_NO_MEMORY;
 	h->count = row->count;
+	h->kept = row->kept > 0 && !row->implied ? row->kept : 0;
 	h->ttl_us = row->ttl_us;
 	h->expires_at = row->expires_at;
 	if (h->expires_at != 0 && !dlm_heap_add(&m->leases, &m->mem, h))
@@ -2264,6 +2476,112 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 		(void) take_ticket(m);
 	}
 	return DLM_OK;
+}
+
+DLmError
+dlm_load_kept(DLockManager *m, const DLmWaiterRow *rows, int n)
+{
+	DLmOwner   *o;
+	DLmGroup   *g = NULL;
+	DLmWaiter  *first = NULL;
+	DLmRequest	r;
+	int			nnamed = 0;
+
+	if (m->broken)
+		return DLM_ERR_NO_MEMORY;
+	if (rows == NULL || n < 1 || n > MAX_PARTS)
+		return DLM_ERR_BAD_REQUEST;
+	for (int i = 0; i < n; i++)
+	{
+		const DLmWaiterRow *row = &rows[i];
+		size_t		len;
+
+		if (row->name == NULL || row->owner_key == NULL || row->mode < 0 ||
+			row->mode >= DLOCK_NMODES || row->ttl_us <= 0 || row->kept_until <= 0 ||
+			(i > 0 && (row->ticket <= rows[i - 1].ticket ||
+					   strcmp(row->owner_key, rows[0].owner_key) != 0 ||
+					   (row->implied ? false : rows[i - 1].implied))))
+			return DLM_ERR_BAD_REQUEST;
+		len = strlen(row->name);
+		if (dlock_check_name(row->name, len, len) != DLOCK_CHECK_OK)
+			return DLM_ERR_BAD_NAME;
+		if (dlock_check_owner(row->owner_key,
+							  bounded_len(row->owner_key, DLOCK_MAX_OWNER_LEN)) != DLOCK_CHECK_OK)
+			return DLM_ERR_BAD_OWNER;
+		nnamed += !row->implied;
+	}
+	if (nnamed < 1 || nnamed > DLOCK_MAX_MULTI || rows[0].implied)
+		return DLM_ERR_BAD_REQUEST;
+	o = owner_get(m, rows[0].owner_key, 0, 0);
+	if (o == NULL)
+		return DLM_ERR_NO_MEMORY;
+	if (!owner_in_use(o))
+		o->role = rows[0].role;
+	if (n > 1 && (g = group_new(m, n)) == NULL)
+		return DLM_ERR_NO_MEMORY;
+	if (g)
+		g->nnamed = nnamed;
+	memset(&r, 0, sizeof(r));
+	r.requester = DLM_NOBODY;
+	r.owner_key = rows[0].owner_key;
+	r.keep_place = true;
+	for (int i = 0; i < n; i++)
+	{
+		const DLmWaiterRow *row = &rows[i];
+		DLmLock    *l = lock_get(m, row->name, strlen(row->name));
+		DLmWaiter  *w;
+
+		if (l == NULL)
+			return DLM_ERR_NO_MEMORY;
+		r.pid = row->pid;
+		r.session_start = row->backend_start;
+		r.ttl_us = row->ttl_us;
+		/* its own ticket, not the counter's */
+		if (row->ticket >= m->next_ticket)
+		{
+			m->next_ticket = row->ticket;
+			(void) take_ticket(m);
+		}
+		w = enqueue(m, &r, o, l, NULL, row->mode, row->implied, row->since);
+		if (w == NULL)
+			return DLM_ERR_NO_MEMORY;
+		w->ticket = row->ticket;
+		w->since = row->since;
+		w->kept_until = row->kept_until;
+		/* as stored: nothing to write */
+		if (w->young_link.next)
+			dlm_list_delete(&w->young_link);
+		w->p.stored = true;
+		w->p.dirty = false;
+		if (g)
+		{
+			w->group = g;
+			g->parts[g->nparts++] = w;
+		}
+		if (first == NULL)
+			first = w;
+		w->request = first->ticket;
+	}
+	kept_insert(m, first);
+	return DLM_OK;
+}
+
+void
+dlm_load_done(DLockManager *m, DLockTime now)
+{
+	size_t		bucket = 0;
+
+	if (m->broken)
+		return;
+	for (DLmHashNode *x = dlm_hash_next(&m->locks, &bucket, NULL); x;
+		 x = dlm_hash_next(&m->locks, &bucket, x))
+	{
+		DLmLock    *l = DLM_CONTAINER(DLmLock, hash_node, x);
+
+		if (!dlm_list_empty(&l->waiters) || !dlm_list_empty(&l->converts))
+			scan_later(m, l);
+	}
+	drain(m, now);
 }
 
 int
@@ -2307,6 +2625,24 @@ dlm_extend_leases(DLockManager *m, DLockTime until)
 		}
 	}
 	dlm_heap_rebuild(&m->leases);
+	/* the list stays in order: the soonest all become 'until' */
+	for (DLmLink *k = dlm_list_head(&m->kept); k; k = dlm_list_next(&m->kept, k))
+	{
+		DLmWaiter  *first = DLM_CONTAINER(DLmWaiter, kept_link, k);
+
+		if (first->kept_until >= until)
+			break;
+		for (int i = 0; i < request_nparts(first); i++)
+		{
+			DLmWaiter  *w = request_part(first, i);
+
+			w->kept_until = until;
+			w->p.dirty = true;
+			touch_waiter(m, w);
+		}
+		m->durable = true;
+		n++;
+	}
 	return n;
 }
 

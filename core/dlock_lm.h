@@ -6,8 +6,8 @@
  *
  * Interface:
  *		dlm_create, dlm_destroy			a manager, memory from the caller
- *		dlm_set_counter, dlm_load_holder, dlm_drop_sessions, dlm_extend_leases
- *										rebuild the picture from the store
+ *		dlm_set_counter, dlm_load_holder, dlm_load_kept, dlm_drop_sessions,
+ *		dlm_extend_leases, dlm_load_done	rebuild the picture from the store
  *		dlm_request, dlm_withdraw, dlm_session_end, dlm_expire
  *										events, each with the current time
  *		dlm_next_expiry					when the next lease runs out
@@ -71,7 +71,10 @@ typedef enum DLockStatus
 	DLOCK_STATUS_DEADLOCK,		/* waiting would close a cycle: cycle */
 	DLOCK_STATUS_NOT_READY,		/* (adapters) the lock manager cannot serve */
 	DLOCK_STATUS_ERROR,			/* error: a DLmError */
-	DLOCK_STATUS_QUEUED			/* waits: token is its ticket */
+	DLOCK_STATUS_QUEUED,		/* waits: token is its ticket */
+	DLOCK_STATUS_KEPT			/* withdrawn with keep_place: its place is
+								 * kept (token: its ticket, expires_at: the
+								 * place's lease) (14) */
 } DLockStatus;
 
 /* Requests on several names (acquire_all) name at most this many. */
@@ -90,7 +93,9 @@ typedef enum DLmError
 	DLM_ERR_TOO_MANY_PARTS,		/* a request's parts over max_parts (13) */
 	DLM_ERR_NO_SPACE,			/* holders and waiters would pass max_objects (13) */
 	DLM_ERR_OWNER_QUOTA,		/* the owner's locks would pass its quota (13) */
-	DLM_ERR_ROLE_QUOTA			/* the role's locks would pass its quota (13) */
+	DLM_ERR_ROLE_QUOTA,			/* the role's locks would pass its quota (13) */
+	DLM_ERR_KEEP_PLACE			/* keep_place without an owner key and a
+								 * lease, or on a try (14) */
 } DLmError;
 
 extern const char *dlm_error_message(DLmError err);
@@ -204,6 +209,11 @@ typedef struct DLmRequest
 	int64_t		owner_max_locks;
 	int64_t		role_max_bytes;
 	int64_t		owner_max_bytes;
+	/*
+	 * acquire, acquire_all (14): a withdrawal keeps the request in line
+	 * under a lease of ttl_us, for the owner's next call to resume.
+	 */
+	bool		keep_place;
 } DLmRequest;
 
 /* Where a holder or waiter stands against the store. */
@@ -279,6 +289,8 @@ struct DLmHolder
 	DLockTime	granted_at;
 	DLockTime	expires_at;		/* 0: no lease */
 	int64_t		ttl_us;			/* 0: no lease */
+	/* levels granted to kept places with no call waiting, uncollected (14) */
+	int32_t		kept;
 	DLmPersist	p;
 	/* private */
 	DLmLink		lock_link;
@@ -312,10 +324,15 @@ struct DLmWaiter
 	DLockTime	since;
 	DLockTime	timeout_at;
 	int64_t		ttl_us;
+	int64_t		request;		/* the ticket of the request's first part */
+	bool		keep;			/* made with keep_place (14) */
+	DLockTime	kept_until;		/* a kept place no call waits for: its lease
+								 * end (every part); 0: a call waits */
 	DLmPersist	p;
 	/* private */
 	DLmLink		lock_link;
 	DLmLink		owner_link;
+	DLmLink		kept_link;		/* first part of a kept place: by kept_until */
 	DLmGroup   *group;			/* a request on several locks */
 	DLmLink		young_link;		/* not yet due for a row; else unlinked */
 	DLmWaiter  *touched_next;
@@ -348,16 +365,42 @@ typedef struct DLmHolderRow
 	DLockTime	expires_at;
 	int64_t		ttl_us;
 	uint32_t	role;			/* its owner's role (the first row loaded says) */
+	int32_t		kept;			/* levels granted to kept places, uncollected (14) */
 } DLmHolderRow;
 
 /* A stored holder row into the picture (as stored: nothing to write). */
 extern DLmError dlm_load_holder(DLockManager *m, const DLmHolderRow *row);
 
+/*
+ * A kept place (14) as stored: one row per part, in ticket order (the named
+ * parts first, as queued).  Loaded with no call waiting; the adapter gives
+ * kept_until (a place whose call was waiting at the crash: now + ttl).
+ */
+typedef struct DLmWaiterRow
+{
+	const char *name;
+	const char *owner_key;		/* required: only owner keys keep places */
+	int32_t		pid;
+	int64_t		backend_start;
+	int			mode;
+	bool		implied;
+	int64_t		ticket;
+	DLockTime	since;
+	DLockTime	kept_until;
+	int64_t		ttl_us;
+	uint32_t	role;
+} DLmWaiterRow;
+
+/* One kept request (all its parts) into the picture, before any event. */
+extern DLmError dlm_load_kept(DLockManager *m, const DLmWaiterRow *rows, int n);
+/* After loading: what the loaded picture allows is granted (no answers). */
+extern void dlm_load_done(DLockManager *m, DLockTime now);
+
 /* Remove the holders of sessions 'alive' says are gone (rows deleted at store). */
 typedef bool (*DLmSessionAliveFn) (void *arg, int32_t pid, int64_t session_start);
 extern int	dlm_drop_sessions(DLockManager *m, DLmSessionAliveFn alive, void *arg);
 
-/* Leases running out before 'until' run until then (a restart's grace). */
+/* Leases and kept places running out before 'until' run until then (a restart's grace). */
 extern int	dlm_extend_leases(DLockManager *m, DLockTime until);
 
 /* Events.  Each hands on what it frees before it returns. */
@@ -367,7 +410,7 @@ extern void dlm_withdraw(DLockManager *m, const int *requesters, int n, DLockTim
 /* A session ended: its waiting request (if requester >= 0) and its locks. */
 extern void dlm_session_end(DLockManager *m, int32_t pid, int64_t session_start,
 							int requester, DLockTime now);
-/* Release leases that ran out by now, at most max; returns how many. */
+/* Release leases and end kept places that ran out by now, at most max; returns how many. */
 extern int	dlm_expire(DLockManager *m, DLockTime now, int max);
 /*
  * Waiters that by now have waited queue_row_delay_us join the batch's rows,
@@ -383,7 +426,7 @@ extern void dlm_set_limits(DLockManager *m, int64_t max_objects, int max_parts);
 /* Named locks held or waited for by the owners of a role, and their bytes (13). */
 extern int64_t dlm_role_locks(const DLockManager *m, uint32_t role);
 extern int64_t dlm_role_bytes(const DLockManager *m, uint32_t role);
-/* When the soonest lease runs out; 0: no lease. */
+/* When the soonest lease or kept place runs out; 0: none. */
 extern DLockTime dlm_next_expiry(const DLockManager *m);
 
 /* The batch: what changed since the last dlm_settle. */

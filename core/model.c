@@ -45,6 +45,7 @@ typedef struct MHolder
 	DLockTime	granted_at;
 	int32_t		pid;			/* the session that acquired it */
 	int64_t		start;
+	int32_t		kept;			/* levels granted to kept places, uncollected (14) */
 } MHolder;
 
 typedef struct MWaiter
@@ -70,6 +71,9 @@ typedef struct MReq
 	int32_t		pid;
 	int64_t		start;
 	int64_t		ttl;
+	bool		keep;			/* made (or resumed) with keep_place (14) */
+	DLockTime	kept_until;		/* a kept place no call waits for: its end; else 0 */
+	int64_t		kept_seq;		/* when it was kept: ties of kept_until */
 	int			nparts;
 	int			nnamed;			/* the named parts come first */
 	int			parts[DLOCK_MAX_MULTI * (DLOCK_MAX_PATH_DEPTH + 1)];
@@ -84,6 +88,7 @@ struct Model
 	int			max_parts;
 	int64_t		ticket;			/* the next ticket */
 	DLockTime	now;
+	int64_t		kept_seq;		/* places kept so far (14) */
 
 	MOwner	   *owners;
 	int			nowners,
@@ -744,14 +749,21 @@ drop_intention(Model *m, int lock, int owner, int imode)
 
 /* 3.5 Take lock in mode for owner; returns the named holder. */
 static int
-take(Model *m, int lock, int owner, int mode, int64_t ttl, int32_t pid, int64_t start)
+take(Model *m, int lock, int owner, int mode, int64_t ttl, int32_t pid, int64_t start,
+	 bool collect, bool uncollected)
 {
 	int			h = named_holder(m, lock, owner);
 	int			imode = dlock_intention_mode(mode);
 
 	if (h >= 0)
 	{
-		m->holders[h].count++;
+		/* 14.4: a call collects a level granted to its kept place */
+		if (collect && m->holders[h].kept > 0)
+			m->holders[h].kept--;
+		else
+			m->holders[h].count++;
+		if (uncollected)
+			m->holders[h].kept++;
 		if (ttl > 0)
 		{
 			m->holders[h].expires_at = m->now + ttl;
@@ -773,6 +785,7 @@ take(Model *m, int lock, int owner, int mode, int64_t ttl, int32_t pid, int64_t 
 	m->holders[h].granted_at = m->now;
 	m->holders[h].pid = pid;
 	m->holders[h].start = start;
+	m->holders[h].kept = uncollected ? 1 : 0;
 	m->locks[lock].announced = false;
 	recheck_push(m, owner);		/* 6.2: a new named holder */
 	for (int k = 0; k < m->locks[lock].nanc; k++)
@@ -922,7 +935,8 @@ grant_group(Model *m, int r)
 			hs[i] = w->holder;
 		}
 		else
-			hs[i] = take(m, w->lock, R->owner, w->mode, R->ttl, R->pid, R->start);
+			hs[i] = take(m, w->lock, R->owner, w->mode, R->ttl, R->pid, R->start,
+						 false, R->kept_until != 0);
 	}
 	answer_granted(m, R->requester, R->op, hs, R->nnamed, true);
 	req_leave(m, r, true);
@@ -998,7 +1012,8 @@ grant_pass(Model *m, int lock)
 					/* it left the line: nothing added to ahead */
 					continue;
 				}
-				h = take(m, lock, R->owner, mode, R->ttl, R->pid, R->start);
+				h = take(m, lock, R->owner, mode, R->ttl, R->pid, R->start,
+						 false, R->kept_until != 0);
 				answer_granted(m, R->requester, R->op, &h, 1, true);
 				continue;
 			}
@@ -1342,6 +1357,12 @@ validate(const Model *m, const DLmRequest *r)
 		return DLM_ERR_BAD_REQUEST;
 	if (r->ttl_us < 0 || r->max_ttl_us < 0)
 		return DLM_ERR_BAD_REQUEST;
+	/* 14.1 */
+	if (r->keep_place &&
+		(r->op == DLOCK_OP_TRY ||
+		 ((r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_ACQUIRE_ALL) &&
+		  (r->owner_key == NULL || r->ttl_us <= 0))))
+		return DLM_ERR_KEEP_PLACE;
 	if (names_needed)
 		for (int i = 0; i < r->nnames; i++)
 			if (r->names[i] == NULL ||
@@ -1411,7 +1432,7 @@ do_acquire(Model *m, const DLmRequest *r, int owner)
 	{
 		for (int i = 0; i < r->nnames; i++)
 			hs[i] = take(m, locks[i], owner, r->mode, r->ttl_us, r->pid,
-						 r->session_start);
+						 r->session_start, true, false);
 		answer_granted(m, r->requester, r->op, hs, r->nnames, false);
 		return;
 	}
@@ -1429,6 +1450,8 @@ do_acquire(Model *m, const DLmRequest *r, int owner)
 	m->reqs[q]->pid = r->pid;
 	m->reqs[q]->start = r->session_start;
 	m->reqs[q]->ttl = r->ttl_us;
+	m->reqs[q]->keep = r->keep_place;
+	m->reqs[q]->kept_until = 0;
 	m->reqs[q]->plain = false;
 	/*
 	 * 3.4: a single flat name O does not hold is one waiter; anything else
@@ -1479,15 +1502,95 @@ last_release(Model *m, int h)
 	grant_pass(m, lock);
 }
 
+/* ---------------------------------------------------------------- */
+/* 14. Kept places */
+
+static int64_t
+req_ticket(const Model *m, int q)
+{
+	return m->waiters[m->reqs[q]->parts[0]].ticket;
+}
+
+/* 14.2: the request stays in line, no call waiting, until now + ttl. */
+static void
+keep(Model *m, int q)
+{
+	MReq	   *R = m->reqs[q];
+
+	R->requester = DLM_NOBODY;
+	R->kept_until = m->now + (R->ttl > 0 ? R->ttl : 1);
+	R->kept_seq = m->kept_seq++;
+}
+
+/* 14.3: owner's kept place on exactly these names in mode (earliest). */
+static int
+kept_place(const Model *m, int owner, const DLmRequest *r)
+{
+	int			best = -1;
+
+	for (int q = 0; q < m->nreqs; q++)
+	{
+		const MReq *R = m->reqs[q];
+		bool		same;
+
+		if (!R->live || R->owner != owner || R->kept_until == 0 ||
+			R->nnamed != r->nnames || m->waiters[R->parts[0]].mode != r->mode)
+			continue;
+		same = true;
+		for (int i = 0; i < r->nnames && same; i++)
+			same = strcmp(m->locks[m->waiters[R->parts[i]].lock].name, r->names[i]) == 0;
+		if (same && (best < 0 || req_ticket(m, q) < req_ticket(m, best)))
+			best = q;
+	}
+	return best;
+}
+
+/* 14.5: owner's kept places naming lock leave the line; the first's ticket. */
+static int64_t
+release_kept(Model *m, int owner, int lock)
+{
+	int64_t		first = 0;
+
+	for (;;)
+	{
+		int			best = -1;
+
+		for (int q = 0; q < m->nreqs; q++)
+		{
+			const MReq *R = m->reqs[q];
+			bool		names = false;
+
+			if (!R->live || R->owner != owner || R->kept_until == 0)
+				continue;
+			for (int i = 0; i < R->nnamed; i++)
+				names = names || m->waiters[R->parts[i]].lock == lock;
+			if (names && (best < 0 || req_ticket(m, q) < req_ticket(m, best)))
+				best = q;
+		}
+		if (best < 0)
+			return first;
+		if (first == 0)
+			first = req_ticket(m, best);
+		req_leave(m, best, true);
+	}
+}
+
 static void
 do_release(Model *m, const DLmRequest *r, int owner)
 {
 	for (int i = 0; i < r->nnames; i++)
 	{
 		int			lock = lock_get(m, r->names[i]);
+		int64_t		kept = release_kept(m, owner, lock);
 		int			h = named_holder(m, lock, owner);
 		ModelAnswer *a;
 
+		if (h < 0 && kept != 0)
+		{
+			a = answer(m, r->requester, DLOCK_STATUS_RELEASED);
+			a->token = kept;
+			continue;
+		}
 		if (h < 0)
 		{
 			answer(m, r->requester, DLOCK_STATUS_NOT_HELD);
@@ -1780,6 +1883,28 @@ model_request(Model *m, const DLmRequest *r, DLockTime now)
 			return;
 		}
 	}
+	/* 14.3: the owner's call resumes its kept place */
+	if ((r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_ACQUIRE_ALL) && r->owner_key)
+	{
+		int			k = owner_find(m, r->owner_key, 0, 0);
+		int			q = k >= 0 ? kept_place(m, k, r) : -1;
+
+		if (q >= 0)
+		{
+			MReq	   *R = m->reqs[q];
+
+			R->requester = r->requester;
+			R->kept_until = 0;
+			R->pid = r->pid;
+			R->start = r->session_start;
+			R->ttl = r->ttl_us;
+			R->keep = r->keep_place;
+			R->op = r->op;
+			answer(m, r->requester, DLOCK_STATUS_QUEUED)->token = req_ticket(m, q);
+			drain(m);
+			return;
+		}
+	}
 	if (r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY || r->op == DLOCK_OP_ACQUIRE_ALL)
 	{
 		DLmError	lim = limits(m, r);
@@ -1836,6 +1961,16 @@ model_withdraw(Model *m, const int *requesters, int n, DLockTime now)
 		if (requesters[i] < 0 || requesters[i] >= m->nrequesters)
 			continue;
 		r = waiting_req(m, requesters[i]);
+		if (r >= 0 && m->reqs[r]->keep)
+		{
+			ModelAnswer *a;
+
+			keep(m, r);
+			a = answer(m, requesters[i], DLOCK_STATUS_KEPT);
+			a->token = req_ticket(m, r);
+			a->expires_at = m->reqs[r]->kept_until;
+			continue;
+		}
 		if (r >= 0)
 			req_leave(m, r, true);
 		answer(m, requesters[i], DLOCK_STATUS_CANCELED);
@@ -1850,7 +1985,9 @@ model_session_end(Model *m, int32_t pid, int64_t session_start, int requester,
 	int			r = waiting_req(m, requester);
 
 	begin_event(m, now);
-	if (r >= 0)
+	if (r >= 0 && m->reqs[r]->keep)
+		keep(m, r);
+	else if (r >= 0)
 		req_leave(m, r, true);
 	end_all(m, owner_find(m, NULL, pid, session_start), requester);
 	drain(m);
@@ -1864,7 +2001,8 @@ model_expire(Model *m, DLockTime now, int max)
 	begin_event(m, now);
 	while (n < max)
 	{
-		int			best = -1;
+		int			best = -1,
+					place = -1;
 
 		for (int i = 0; i < m->nholders; i++)
 		{
@@ -1877,9 +2015,24 @@ model_expire(Model *m, DLockTime now, int max)
 				 h->token < m->holders[best].token))
 				best = i;
 		}
-		if (best < 0)
+		/* 14.6: kept places too, by (kept_until, when kept); a lease first on a tie */
+		for (int q = 0; q < m->nreqs; q++)
+		{
+			const MReq *R = m->reqs[q];
+
+			if (!R->live || R->kept_until == 0 || R->kept_until > now)
+				continue;
+			if (place < 0 || R->kept_until < m->reqs[place]->kept_until ||
+				(R->kept_until == m->reqs[place]->kept_until &&
+				 R->kept_seq < m->reqs[place]->kept_seq))
+				place = q;
+		}
+		if (best >= 0 && (place < 0 || m->holders[best].expires_at <= m->reqs[place]->kept_until))
+			last_release(m, best);
+		else if (place >= 0)
+			req_leave(m, place, true);
+		else
 			break;
-		last_release(m, best);
 		n++;
 	}
 	drain(m);
@@ -1956,6 +2109,10 @@ model_next_expiry(const Model *m)
 		if (m->holders[i].live && m->holders[i].expires_at != 0 &&
 			(t == 0 || m->holders[i].expires_at < t))
 			t = m->holders[i].expires_at;
+	for (int q = 0; q < m->nreqs; q++)
+		if (m->reqs[q]->live && m->reqs[q]->kept_until != 0 &&
+			(t == 0 || m->reqs[q]->kept_until < t))
+			t = m->reqs[q]->kept_until;
 	return t;
 }
 
@@ -1994,6 +2151,7 @@ model_holders(const Model *m, const char *name, ModelHolderView *out, int max)
 		out[i].expires_at = h->expires_at;
 		out[i].ttl_us = h->ttl;
 		out[i].holder_pid = h->pid;
+		out[i].kept = h->kept;
 	}
 	free(idx);
 	free(key);
@@ -2028,6 +2186,7 @@ model_line(const Model *m, const char *name, ModelWaiterView *out, int max)
 				out[n].conversion = w->holder >= 0;
 				out[n].ticket = w->ticket;
 				out[n].requester = m->reqs[w->req]->requester;
+				out[n].kept_until = m->reqs[w->req]->kept_until;
 			}
 	}
 	free(idx);

@@ -81,6 +81,7 @@ typedef struct ModelHolderView
 	DLockTime	expires_at;
 	int64_t		ttl_us;
 	int32_t		holder_pid;		/* the session that acquired it */
+	int32_t		kept;			/* uncollected levels (14) */
 } ModelHolderView;
 
 typedef struct ModelWaiterView
@@ -93,6 +94,7 @@ typedef struct ModelWaiterView
 	bool		conversion;
 	int64_t		ticket;
 	int			requester;
+	DLockTime	kept_until;		/* a kept place no call waits for (14) */
 } ModelWaiterView;
 
 /* One waits-for edge (section 7) at the moment of a deadlock check. */

@@ -272,7 +272,7 @@ status_name(int s)
 	static const char *const names[] = {
 		"NONE", "GRANTED", "REFUSED", "RELEASED", "NOT_HELD", "RENEWED",
 		"COUNT", "CANCELED", "WITHDRAWN", "MODE_HELD", "DEADLOCK",
-		"NOT_READY", "ERROR", "QUEUED"
+		"NOT_READY", "ERROR", "QUEUED", "KEPT"
 	};
 
 	if (s < 0 || s >= (int) (sizeof(names) / sizeof(names[0])))
@@ -315,6 +315,7 @@ static int64_t req_role_max;	/* every request's quotas (13) */
 static int64_t req_owner_max;
 static int64_t req_role_max_bytes;
 static int64_t req_owner_max_bytes;
+static bool req_keep;			/* the next request's keep_place (14) */
 
 static DLmConfig
 config(int nreq, int64_t reserve)
@@ -586,6 +587,10 @@ check_inv(void)
 			CHECK(w->lock == L);
 			CHECK(w->ticket < cur_hi);
 			CHECK(!w->p.dead);
+			/* a kept place no call waits for: none answers for it (14) */
+			CHECK(w->kept_until == 0 || (w->keep && w->requester == DLM_NOBODY));
+			if (w->kept_until != 0 && (soonest == 0 || w->kept_until < soonest))
+				soonest = w->kept_until;
 			if (w->mode < 0 || w->mode >= DLOCK_NMODES)
 			{
 				CHECK(!"waiter mode");
@@ -668,6 +673,8 @@ submit(DLockOp op, int requester, int session, const char *key, int mode,
 	r.owner_max_locks = req_owner_max;
 	r.role_max_bytes = req_role_max_bytes;
 	r.owner_max_bytes = req_owner_max_bytes;
+	r.keep_place = req_keep;
+	req_keep = false;
 	begin_event();
 	dlm_request(M, &r, NOW);
 	after_event();
@@ -679,6 +686,14 @@ acq(int c, const char *key, const char *name, int mode, int64_t ttl)
 	const char *names[1] = {name};
 
 	submit(DLOCK_OP_ACQUIRE, c, c, key, mode, names, 1, ttl, 0);
+}
+
+/* acquire with keep_place (14) */
+static void
+acq_keep(int c, const char *key, const char *name, int mode, int64_t ttl)
+{
+	req_keep = true;
+	acq(c, key, name, mode, ttl);
 }
 
 static void
@@ -2415,6 +2430,268 @@ test_session_end(void)
 	teardown();
 }
 
+/* 14: kept places -- detach, resume in place, collect, lose to the lease. */
+static void
+test_keep_place(void)
+{
+	static const char *const u[] = {"x", "a", "b", "/p", "/p/q"};
+	static const char *const ab[] = {"a", "b"};
+	int			l1[] = {1},
+				l2[] = {2},
+				l3[] = {3},
+				l6[] = {6};
+	int64_t		t1,
+				t2,
+				tok;
+	DLmWaiter  *w;
+	DLmHolder  *h;
+
+	setup(12, 1000000, 1);
+	use(u, 5);
+
+	/* 14.1: an owner key and a lease; never on a try */
+	acq_keep(1, NULL, "x", EX, 100);
+	CHECK_ST(1, ERROR);
+	CHECK_EQ(recs[1].error, DLM_ERR_KEEP_PLACE);
+	acq_keep(1, "B", "x", EX, 0);
+	CHECK_ST(1, ERROR);
+	req_keep = true;
+	try_acq(1, "B", "x", EX, 100);
+	CHECK_ST(1, ERROR);
+	CHECK(dlm_lookup(M, "x") == NULL);
+
+	/* 14.2: a withdrawal keeps the place, durably, with its lease */
+	acq(0, "A", "x", EX, 1000);
+	CHECK_ST(0, GRANTED);
+	acq_keep(1, "B", "x", EX, 100);
+	CHECK_ST(1, QUEUED);
+	t1 = recs[1].token;
+	acq_keep(2, "C", "x", EX, 100);
+	CHECK_ST(2, QUEUED);
+	t2 = recs[2].token;
+	autosettle = false;
+	NOW = 10;
+	withdraw(l1, 1);
+	CHECK_ST(1, KEPT);
+	CHECK_EQ(recs[1].token, t1);
+	CHECK_EQ(recs[1].expires_at, 110);
+	CHECK(dlm_batch_durable(M));
+	CHECK_EQ(count_touched_waiters(), 1);
+	CHECK(dlm_touched_waiters(M) && dlm_touched_waiters(M)->p.dirty);
+	settle();
+	autosettle = true;
+	CHECK(dlm_waiter_of(M, 1) == NULL);
+	CHECK_EQ(nqueue("x"), 2);
+	w = find_w("x", "B", 0, false, 0);
+	CHECK(w && w->ticket == t1 && w->kept_until == 110 && w->requester == DLM_NOBODY);
+	CHECK_EQ(dlm_next_expiry(M), 110);
+
+	/* 14.3: the owner's next call, from any session, resumes it in place */
+	acq_keep(3, "B", "x", EX, 200);
+	CHECK_ST(3, QUEUED);
+	CHECK_EQ(recs[3].token, t1);
+	CHECK_EQ(nqueue("x"), 2);
+	CHECK(dlm_waiter_of(M, 3) == w);
+	CHECK(w->kept_until == 0 && w->pid == PID(3) && w->ttl_us == 200);
+	CHECK_EQ(dlm_next_expiry(M), 1000 + 1);
+	withdraw(l3, 1);
+	CHECK_ST(3, KEPT);
+	CHECK_EQ(recs[3].expires_at, 210);
+
+	/* 14.4: granted with no call waiting: held, one level uncollected */
+	NOW = 20;
+	rel(0, "A", "x");
+	CHECK_ST(0, RELEASED);
+	CHECK(!ANSWERED(1) && !ANSWERED(3));
+	h = NH("x", "B", 0);
+	CHECK(h && h->count == 1 && h->kept == 1 && h->expires_at == 220);
+	CHECK(!ANSWERED(2));
+	tok = h ? h->token : -1;
+	NOW = 30;
+	acq_keep(4, "B", "x", EX, 200);
+	CHECK_ST(4, GRANTED);
+	CHECK_EQ(recs[4].token, tok);
+	CHECK_EQ(recs[4].count, 1);
+	CHECK(h->count == 1 && h->kept == 0 && h->expires_at == 230);
+	/* collected once: the next call is re-entrant */
+	acq(4, "B", "x", EX, 200);
+	CHECK_EQ(recs[4].count, 2);
+	rel(4, "B", "x");
+	rel(4, "B", "x");
+	CHECK_ST(4, RELEASED);
+	CHECK_ST(2, GRANTED);		/* C's call still waits: answered */
+	CHECK_EQ(recs[2].token > t2, 1);
+
+	/* 14.6: a place nobody comes back for ends with its lease */
+	acq_keep(6, "E", "x", EX, 50);
+	CHECK_ST(6, QUEUED);
+	NOW = 40;
+	withdraw(l6, 1);
+	CHECK_ST(6, KEPT);
+	CHECK_EQ(dlm_next_expiry(M), 90);
+	NOW = 89;
+	CHECK_EQ(expire(10), 0);
+	NOW = 90;
+	CHECK_EQ(expire(10), 1);
+	CHECK_EQ(nqueue("x"), 0);
+	CHECK(NH("x", "C", 0) != NULL);
+
+	/* session end of a waiting call: the place is kept, nobody answered */
+	acq_keep(7, "F", "x", EX, 100);
+	CHECK_ST(7, QUEUED);
+	session_end(7, 7);
+	CHECK(!ANSWERED(7));
+	w = find_w("x", "F", 0, false, 0);
+	CHECK(w && w->kept_until == 190);
+
+	/* 14.5: release withdraws a kept place; release_all too */
+	rel(8, "F", "x");
+	CHECK_ST(8, RELEASED);
+	CHECK_EQ(nqueue("x"), 0);
+	acq_keep(7, "F", "x", EX, 100);
+	withdraw((int[]) {7}, 1);
+	relall(8, "F");
+	CHECK_ST(8, COUNT);
+	CHECK_EQ(recs[8].count, 1);
+	CHECK_EQ(nqueue("x"), 0);
+	rel(8, "F", "x");
+	CHECK_ST(8, NOT_HELD);
+
+	/* three owners' places resumed in reverse: granted in their order */
+	acq_keep(1, "K1", "x", EX, 1000);
+	acq_keep(2, "K2", "x", EX, 1000);
+	acq_keep(3, "K3", "x", EX, 1000);
+	withdraw((int[]) {1, 2, 3}, 3);
+	acq_keep(9, "K3", "x", EX, 1000);
+	CHECK_ST(9, QUEUED);
+	acq_keep(10, "K2", "x", EX, 1000);
+	acq_keep(11, "K1", "x", EX, 1000);
+	rel(2, "C", "x");
+	CHECK_ST(11, GRANTED);
+	CHECK(!ANSWERED(10) && !ANSWERED(9));
+	rel(11, "K1", "x");
+	CHECK_ST(10, GRANTED);
+	rel(10, "K2", "x");
+	CHECK_ST(9, GRANTED);
+	rel(9, "K3", "x");
+	CHECK_EQ(nholders("x"), 0);
+
+	/* a request on several names and a path: every part kept, resumed whole */
+	acq(0, "A", "b", EX, 1000);
+	acq(0, "A", "/p", EX, 1000);
+	req_keep = true;
+	acqall(1, "B", ab, 2, EX, 100);
+	CHECK_ST(1, QUEUED);
+	acq_keep(2, "B", "/p/q", EX, 100);
+	CHECK_ST(2, QUEUED);
+	withdraw((int[]) {1, 2}, 2);
+	CHECK_ST(1, KEPT);
+	CHECK_ST(2, KEPT);
+	CHECK_EQ(nqueue("a") + nqueue("b") + nqueue("/p") + nqueue("/p/q"), 4);
+	req_keep = true;
+	acqall(3, "B", ab, 2, EX, 100);
+	CHECK_ST(3, QUEUED);
+	CHECK_EQ(recs[3].token, recs[1].token);
+	rel(0, "A", "b");
+	CHECK_ST(3, GRANTED);
+	CHECK_EQ(recs[3].ntokens, 2);
+	rel(0, "A", "/p");
+	h = NH("/p/q", "B", 0);
+	CHECK(h && h->kept == 1 && IH("/p", "B", 0, CW) != NULL);
+	acq(4, "B", "/p/q", EX, 100);
+	CHECK_ST(4, GRANTED);
+	CHECK(h->kept == 0 && h->count == 1);
+	relall(4, "B");
+	CHECK_EQ(recs[4].count, 3);
+
+	/* a restart's grace reaches kept places too */
+	acq(0, "A", "x", EX, 0);
+	acq_keep(1, "B", "x", EX, 10);
+	withdraw(l1, 1);
+	w = find_w("x", "B", 0, false, 0);
+	CHECK_EQ(dlm_extend_leases(M, NOW + 500), 1);
+	CHECK(w && w->kept_until == NOW + 500);
+	CHECK_EQ(dlm_next_expiry(M), NOW + 500);
+	relall(0, "A");
+	CHECK(NH("x", "B", 0) && NH("x", "B", 0)->kept == 1);
+	(void) l2;
+	teardown();
+}
+
+/* 14.7: kept places come back from the store in their order. */
+static void
+test_load_kept(void)
+{
+	static const char *const u[] = {"x", "/p", "/p/q"};
+	DLmHolderRow r;
+	DLmWaiterRow k[2];
+
+	setup(8, 100, 1);
+	dlm_set_counter(M, 5000);
+	cur_hi = 5000;
+	use(u, 3);
+	memset(&r, 0, sizeof(r));
+	r.name = "x";
+	r.owner_key = "H";
+	r.mode = EX;
+	r.count = 1;
+	r.token = 4000;
+	r.expires_at = 100000;
+	r.ttl_us = 1000;
+	r.kept = 1;
+	CHECK_EQ(dlm_load_holder(M, &r), DLM_OK);
+	CHECK(NH("x", "H", 0) && NH("x", "H", 0)->kept == 1);
+	r.kept = 2;
+	r.name = "y";
+	CHECK_EQ(dlm_load_holder(M, &r), DLM_ERR_BAD_REQUEST);	/* more than held */
+
+	memset(k, 0, sizeof(k));
+	k[0].name = "x";
+	k[0].owner_key = "K2";
+	k[0].mode = EX;
+	k[0].ticket = 4010;
+	k[0].kept_until = 500;
+	k[0].ttl_us = 100;
+	CHECK_EQ(dlm_load_kept(M, k, 1), DLM_OK);
+	k[0].owner_key = "K1";
+	k[0].ticket = 4005;			/* out of order: refused */
+	CHECK_EQ(dlm_load_kept(M, k, 0), DLM_ERR_BAD_REQUEST);
+	k[0].owner_key = NULL;
+	CHECK_EQ(dlm_load_kept(M, k, 1), DLM_ERR_BAD_REQUEST);
+	k[0].owner_key = "K3";
+	k[0].name = "/p/q";
+	k[0].ticket = 4020;
+	k[0].kept_until = 400;
+	k[1] = k[0];
+	k[1].name = "/p";
+	k[1].mode = CW;
+	k[1].implied = true;
+	k[1].ticket = 4021;
+	CHECK_EQ(dlm_load_kept(M, k, 2), DLM_OK);
+	CHECK_EQ(dlm_next_expiry(M), 400);
+	begin_event();
+	dlm_load_done(M, 10);
+	after_event();
+	/* the path is free: granted with nobody to answer, uncollected */
+	CHECK(NH("/p/q", "K3", 0) && NH("/p/q", "K3", 0)->kept == 1);
+	CHECK_EQ(nqueue("x"), 1);
+	CHECK_EQ(ev_answers, 0);
+	/* tickets go on after the loaded ones */
+	acq_keep(1, "K2", "x", EX, 100);
+	CHECK_ST(1, QUEUED);
+	CHECK_EQ(recs[1].token, 4010);
+	acq(2, "Z", "x", EX, 100);
+	CHECK_ST(2, QUEUED);
+	CHECK(recs[2].token > 4021);
+	relall(0, "H");
+	CHECK_ST(1, GRANTED);
+	relall(1, "K2");
+	CHECK_ST(2, GRANTED);
+	relall(2, "Z");
+	relall(2, "K3");
+	teardown();
+}
+
 /* Leases: (expires_at, token) order, max, dlm_next_expiry. */
 static void
 test_expire(void)
@@ -3768,6 +4045,8 @@ main(int argc, char **argv)
 	RUN(test_release_all);
 	RUN(test_withdraw);
 	RUN(test_session_end);
+	RUN(test_keep_place);
+	RUN(test_load_kept);
 	RUN(test_expire);
 	RUN(test_announce);
 	RUN(test_batch);

@@ -106,6 +106,7 @@ typedef struct Event
 	int64_t		owner_max;
 	int64_t		role_max_bytes;
 	int64_t		owner_max_bytes;
+	bool		keep;			/* keep_place (14) */
 	/* withdraw */
 	int			nreqs;
 	int			reqs[NREQ];
@@ -150,6 +151,7 @@ typedef struct Stats
 	long		group_grants;	/* answers with several tokens */
 	long		deadlock_steps;
 	long		events_run;		/* events fed to both (or skipped in none) */
+	long		keep_requests;	/* requests with keep_place (14) */
 	long		spec_waiting;	/* -K spec: grantable requests left waiting */
 	long		spec_conflicts; /* -K spec: conflicting holders */
 } Stats;
@@ -406,6 +408,7 @@ typedef struct PHolder
 	int32_t		count;
 	int64_t		token;
 	DLockTime	expires_at;
+	int32_t		kept;
 } PHolder;
 
 typedef struct PWaiter
@@ -418,6 +421,7 @@ typedef struct PWaiter
 	bool		conv;
 	int64_t		ticket;
 	int			requester;
+	DLockTime	kept_until;
 } PWaiter;
 
 typedef struct Pic
@@ -510,6 +514,7 @@ pic_from_model(const Model *m, Pic *p)
 			h->count = hv[i].count;
 			h->token = hv[i].token;
 			h->expires_at = hv[i].expires_at;
+			h->kept = hv[i].kept;
 		}
 		for (int i = 0; i < nw; i++)
 		{
@@ -523,6 +528,7 @@ pic_from_model(const Model *m, Pic *p)
 			w->conv = wv[i].conversion;
 			w->ticket = wv[i].ticket;
 			w->requester = wv[i].requester;
+			w->kept_until = wv[i].kept_until;
 		}
 	}
 }
@@ -556,6 +562,7 @@ pic_from_core(const DLockManager *m, Pic *p)
 			x->count = h->count;
 			x->token = h->token;
 			x->expires_at = h->expires_at;
+			x->kept = h->kept;
 		}
 		for (DLmWaiter *w = dlm_lock_queue(lk); w != NULL; w = dlm_waiter_next(w))
 		{
@@ -575,6 +582,7 @@ pic_from_core(const DLockManager *m, Pic *p)
 			x->conv = w->holder != NULL;
 			x->ticket = w->ticket;
 			x->requester = w->requester;
+			x->kept_until = w->kept_until;
 		}
 	}
 }
@@ -601,18 +609,20 @@ describe_name(Run *run, const char *who, const Pic *p, int n)
 	{
 		const PHolder *h = &p->h[n][i];
 
-		fail(run, CAT_NONE, "      holder %s %s%s count %d token %" PRId64 " expires %" PRId64,
+		fail(run, CAT_NONE, "      holder %s %s%s count %d token %" PRId64 " expires %" PRId64
+			 " kept %d",
 			 owner_str(h->key, h->pid, h->start), dlock_mode_name(h->mode),
-			 h->implied ? " implied" : "", (int) h->count, h->token, h->expires_at);
+			 h->implied ? " implied" : "", (int) h->count, h->token, h->expires_at,
+			 (int) h->kept);
 	}
 	for (int i = 0; i < p->nw[n]; i++)
 	{
 		const PWaiter *w = &p->w[n][i];
 
-		fail(run, CAT_NONE, "      %s %s %s%s ticket %" PRId64 " requester %d",
+		fail(run, CAT_NONE, "      %s %s %s%s ticket %" PRId64 " requester %d kept_until %" PRId64,
 			 w->conv ? "conversion" : "waiter", owner_str(w->key, w->pid, w->start),
 			 dlock_mode_name(w->mode), w->implied ? " implied" : "", w->ticket,
-			 w->requester);
+			 w->requester, w->kept_until);
 	}
 }
 
@@ -635,7 +645,7 @@ compare_pics(Run *run, const Pic *core, const Pic *model)
 			for (int i = 0; i < core->nh[n] && same; i++)
 				same = cmp_pholder(&ch[i], &mh[i]) == 0 &&
 					ch[i].count == mh[i].count && ch[i].token == mh[i].token &&
-					ch[i].expires_at == mh[i].expires_at;
+					ch[i].expires_at == mh[i].expires_at && ch[i].kept == mh[i].kept;
 			for (int i = 0; i < core->nw[n] && same; i++)
 			{
 				const PWaiter *a = &core->w[n][i],
@@ -644,7 +654,7 @@ compare_pics(Run *run, const Pic *core, const Pic *model)
 				same = same_owner(a->key, a->pid, a->start, b->key, b->pid, b->start) &&
 					a->mode == b->mode && a->implied == b->implied &&
 					a->conv == b->conv && a->ticket == b->ticket &&
-					a->requester == b->requester;
+					a->requester == b->requester && a->kept_until == b->kept_until;
 			}
 		}
 		if (!same)
@@ -928,7 +938,8 @@ status_name(DLockStatus s)
 {
 	static const char *const names[] = {
 		"NONE", "GRANTED", "REFUSED", "RELEASED", "NOT_HELD", "RENEWED", "COUNT",
-		"CANCELED", "WITHDRAWN", "MODE_HELD", "DEADLOCK", "NOT_READY", "ERROR", "QUEUED"
+		"CANCELED", "WITHDRAWN", "MODE_HELD", "DEADLOCK", "NOT_READY", "ERROR", "QUEUED",
+		"KEPT"
 	};
 
 	if ((int) s < 0 || (int) s >= (int) (sizeof(names) / sizeof(names[0])))
@@ -963,6 +974,10 @@ describe_answer(char *buf, size_t len, DLockStatus status, int64_t token,
 			break;
 		case DLOCK_STATUS_QUEUED:
 			o += (size_t) snprintf(buf + o, len - o, " ticket %" PRId64, token);
+			break;
+		case DLOCK_STATUS_KEPT:
+			o += (size_t) snprintf(buf + o, len - o, " ticket %" PRId64 " until %" PRId64,
+								   token, expires_at);
 			break;
 		case DLOCK_STATUS_ERROR:
 			o += (size_t) snprintf(buf + o, len - o, " %s", dlm_error_message(error));
@@ -1011,6 +1026,8 @@ answers_agree(const CoreAnswer *c, const ModelAnswer *m)
 			return a->name_index == m->name_index && a->count == m->count;
 		case DLOCK_STATUS_QUEUED:
 			return a->token == m->token;
+		case DLOCK_STATUS_KEPT:
+			return a->token == m->token && a->expires_at == m->expires_at;
 		case DLOCK_STATUS_ERROR:
 			return a->error == m->error;
 		default:
@@ -1160,6 +1177,7 @@ to_request(const Event *e, DLmRequest *r)
 	r->owner_max_locks = e->owner_max;
 	r->role_max_bytes = e->role_max_bytes;
 	r->owner_max_bytes = e->owner_max_bytes;
+	r->keep_place = e->keep;
 }
 
 /* Can the event run now?  (A requester with a waiting request asks nothing.) */
@@ -1258,6 +1276,8 @@ mirror_apply(Run *run)
 		}
 		else if (!w->p.stored)
 			mirror_row(run, run->rows_w, &run->nrows_w, 0, w->ticket, "waiter");
+		else if (w->p.dirty)
+			mirror_row(run, run->rows_w, &run->nrows_w, w->ticket, w->ticket, "waiter");
 	}
 }
 
@@ -1294,6 +1314,11 @@ mirror_check(Run *run, DLockTime now)
 			bool		stored = mirror_find(run->rows_w, run->nrows_w, w->ticket) >= 0;
 
 			nw += stored;
+			/* a kept place has its row at once; a kept request keeps it (14.2) */
+			if (w->kept_until != 0)
+				due = true;
+			if (w->keep)
+				young = false;
 			if ((due && !stored) || (young && stored))
 				fail(run, CAT_STORE, "  %s: waiter %" PRId64 " since %" PRId64 " at %" PRId64
 					 " %s a row", NAMES[n], w->ticket, w->since, now,
@@ -1328,6 +1353,7 @@ run_event(Run *run, const Event *e)
 				DLmRequest	r;
 
 				to_request(e, &r);
+				stats->keep_requests += e->keep;
 				if (run->core)
 					dlm_request(run->core, &r, e->now);
 				model_request(run->model, &r, e->now);
@@ -1498,6 +1524,9 @@ typedef struct Gen
 	int			ttl_pct;		/* how often a lease */
 	int			nsessions;
 	int32_t		next_pid;
+	int			keep_pct;		/* how often a keyed acquire keeps its place */
+	Event		kept[4];		/* recent keep_place requests: to resume */
+	int			nkept;
 } Gen;
 
 static void
@@ -1526,6 +1555,8 @@ gen_init(Gen *g, uint64_t seed)
 	}
 	g->key_pct = (int[]) {0, 20, 40, 70}[rnd(&g->rng, 4)];
 	g->ttl_pct = (int[]) {0, 30, 60}[rnd(&g->rng, 3)];
+	g->keep_pct = (int[]) {0, 30, 70}[rnd(&g->rng, 3)];
+	g->nkept = 0;
 }
 
 static const char *
@@ -1655,7 +1686,22 @@ gen_event(Gen *g, const Model *m, Event *e)
 		e->ttl = rnd(&g->rng, 100) < g->ttl_pct ? UNIT * (1 + rnd(&g->rng, 8)) : 0;
 		nheld = held_names(m, e->key, e->pid, e->start, held);
 		e->nnames = 1;
-		if (w < 24)
+		if (w < 24 && g->nkept > 0 && rnd(&g->rng, 3) == 0)
+		{
+			/* 14.3: an owner comes back for its kept place (or its grant) */
+			const Event *k = &g->kept[rnd(&g->rng, g->nkept)];
+
+			e->op = k->op;
+			e->key = k->key;
+			e->mode = k->mode;
+			e->nnames = k->nnames;
+			memcpy(e->names, k->names, sizeof(e->names));
+			e->role = k->role;
+			e->keep = rnd(&g->rng, 4) != 0;
+			if (e->keep && e->ttl == 0)
+				e->ttl = UNIT * (1 + rnd(&g->rng, 8));
+		}
+		else if (w < 24)
 		{
 			e->op = DLOCK_OP_ACQUIRE;
 			e->names[0] = nheld > 0 && rnd(&g->rng, 5) == 0 ? held[rnd(&g->rng, nheld)] : gen_name(g);
@@ -1728,7 +1774,7 @@ gen_event(Gen *g, const Model *m, Event *e)
 			/* bad input: one defect */
 			e->op = DLOCK_OP_ACQUIRE;
 			e->names[0] = gen_name(g);
-			switch (rnd(&g->rng, 7))
+			switch (rnd(&g->rng, 8))
 			{
 				case 0:
 					e->mode = rnd(&g->rng, 2) ? DLOCK_NMODES : -1;
@@ -1751,10 +1797,33 @@ gen_event(Gen *g, const Model *m, Event *e)
 				case 5:
 					e->nnames = 0;
 					break;
+				case 6:
+					/* 14.1: keep_place without a key, or on a try */
+					e->keep = true;
+					e->ttl = UNIT;
+					if (rnd(&g->rng, 2))
+						e->op = DLOCK_OP_TRY;
+					else
+						e->key = NULL;
+					if (e->op == DLOCK_OP_TRY && e->key == NULL && rnd(&g->rng, 2))
+						e->key = KEYS[0];
+					break;
 				default:
 					e->op = (DLockOp) (rnd(&g->rng, 2) ? 0 : 99);
 					break;
 			}
+		}
+		if (w < 41 && !e->keep && (e->op == DLOCK_OP_ACQUIRE || e->op == DLOCK_OP_ACQUIRE_ALL) &&
+			e->key && rnd(&g->rng, 100) < g->keep_pct)
+		{
+			/* 14: keep the place; mostly with the lease it needs */
+			e->keep = true;
+			if (e->ttl == 0 && rnd(&g->rng, 10) != 0)
+				e->ttl = UNIT * (1 + rnd(&g->rng, 8));
+			if (g->nkept < 4)
+				g->kept[g->nkept++] = *e;
+			else
+				g->kept[rnd(&g->rng, 4)] = *e;
 		}
 	}
 }
@@ -1925,6 +1994,8 @@ print_event_c(const Event *e)
 				printf(", .pid = %d, .session_start = %" PRId64 ",\n", (int) e->pid, e->start);
 				printf("\t\t\t.mode = %s, .names = %s, .nnames = %d", mode_c(e->mode),
 					   e->nnames > 0 ? "n" : "NULL", e->nnames);
+				if (e->keep)
+					printf(", .keep_place = true");
 				if (e->ttl)
 					printf(", .ttl_us = %" PRId64, e->ttl);
 				if (e->max_ttl)
@@ -2330,12 +2401,13 @@ main(int argc, char **argv)
 	if (!quiet)
 	{
 		printf("model: answers:");
-		for (int i = 1; i < 14; i++)
+		for (int i = 1; i <= DLOCK_STATUS_KEPT; i++)
 			if (stats->status[i])
 				printf(" %s %ld", status_name((DLockStatus) i), stats->status[i]);
 		printf("; acquire_all grants of several names %ld, leases expired %ld, announced %ld,"
-			   " deadlock cycle steps checked %ld\n", stats->group_grants, stats->expired,
-			   stats->announced, stats->deadlock_steps);
+			   " deadlock cycle steps checked %ld, requests keeping their place %ld\n",
+			   stats->group_grants, stats->expired,
+			   stats->announced, stats->deadlock_steps, stats->keep_requests);
 		if (skip_spec)
 			printf("model: README findings let pass (-K spec): %ld grantable requests left waiting,"
 				   " %ld conflicting holder pairs\n", stats->spec_waiting, stats->spec_conflicts);
