@@ -83,6 +83,7 @@ typedef struct DLockSlot
 	int64		ttl_us;			/* 0: no lease */
 	int64		max_ttl_us;		/* dlock.max_ttl of the caller; 0: none */
 	TimestampTz timeout_at;		/* 0: wait forever */
+	bool		keep_place;		/* a withdrawal keeps the place (core 14) */
 	int			name_len;		/* bytes of all names, each NUL-terminated */
 	int			nnames;			/* names, sorted and distinct */
 	int			owner_len;		/* 0: the session is the owner */

@@ -65,6 +65,7 @@ typedef struct DLockRequest
 	int			nnames;			/* acquire_all: how many; else 1 */
 	const char *owner;			/* NULL: the session */
 	int			owner_len;
+	bool		keep_place;		/* a wait that ends keeps its place (core 14) */
 	bool		undo;			/* release a grant this session was not told of */
 } DLockRequest;
 
@@ -391,6 +392,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->ttl_us = req->ttl_us;
 	slot->max_ttl_us = (int64) dlock_max_ttl_s * USECS_PER_SEC;
 	slot->timeout_at = req->timeout_at;
+	slot->keep_place = req->keep_place && !req->undo;
 	slot->name_len = req->name_len;
 	slot->nnames = Max(req->nnames, 1);
 	memcpy(dlock_slot_name(slot), req->name, req->name_len);
@@ -802,7 +804,7 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 /* Fill what the acquire functions share; name_arg -1: the caller sets the names. */
 static void
 acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg,
-				int ttl_arg, int owner_arg)
+				int ttl_arg, int owner_arg, int keep_arg)
 {
 	if (name_arg >= 0)
 	{
@@ -820,6 +822,15 @@ acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg,
 		if (dlock_max_ttl_s > 0)
 			req->ttl_us = Min(req->ttl_us, (int64) dlock_max_ttl_s * USECS_PER_SEC);
 	}
+	req->keep_place = keep_arg >= 0 && keep_arg < PG_NARGS() &&
+		!PG_ARGISNULL(keep_arg) && PG_GETARG_BOOL(keep_arg);
+	/* a session's request ends with its calls: nobody could come back for it */
+	if (req->keep_place && req->owner == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("keep_place needs an owner key"),
+				 errdetail("A kept place waits for the owner's next call, which may come from another connection."),
+				 errhint("Pass owner => dlock_new_owner() (kept for the next calls).")));
 }
 
 Datum
@@ -830,15 +841,15 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 	check_loaded();
 	req.op = DLOCK_OP_ACQUIRE;
-	acquire_request(fcinfo, &req, 0, 3, 4);
+	acquire_request(fcinfo, &req, 0, 3, 4, 5);
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
 
 	dlock_call(&req, &reply);
 	report_common(&req, &reply);
 	if (reply.status == DLOCK_STATUS_GRANTED)
 		PG_RETURN_INT64(reply.token);
-	if (reply.status == DLOCK_STATUS_CANCELED)
-		PG_RETURN_NULL();		/* timed out */
+	if (reply.status == DLOCK_STATUS_CANCELED || reply.status == DLOCK_STATUS_KEPT)
+		PG_RETURN_NULL();		/* timed out (its place kept) */
 	elog(ERROR, "unexpected dlock answer %d to acquire", (int) reply.status);
 	PG_RETURN_NULL();
 }
@@ -936,13 +947,13 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 	req.name = packed.data;
 	req.name_len = packed.len;
 	req.nnames = nunique;
-	acquire_request(fcinfo, &req, -1, 3, 4);
+	acquire_request(fcinfo, &req, -1, 3, 4, 5);
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
 
 	dlock_call(&req, &reply);
 	report_common(&req, &reply);
-	if (reply.status == DLOCK_STATUS_CANCELED)
-		PG_RETURN_NULL();		/* timed out: none held */
+	if (reply.status == DLOCK_STATUS_CANCELED || reply.status == DLOCK_STATUS_KEPT)
+		PG_RETURN_NULL();		/* timed out: none held (its place kept) */
 	if (reply.status != DLOCK_STATUS_GRANTED)
 		elog(ERROR, "unexpected dlock answer %d to acquire_all", (int) reply.status);
 
@@ -964,7 +975,7 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 
 	check_loaded();
 	req.op = DLOCK_OP_TRY;
-	acquire_request(fcinfo, &req, 0, 2, 3);
+	acquire_request(fcinfo, &req, 0, 2, 3, -1);
 
 	dlock_call(&req, &reply);
 	report_common(&req, &reply);

@@ -99,6 +99,12 @@ load_held_row(const DLmHolderRow *row)
 			 row->token, dlm_error_message(err));
 }
 
+static DLmError
+load_kept_rows(const DLmWaiterRow *rows, int n)
+{
+	return dlm_load_kept(picture, rows, n);
+}
+
 /* Whether a session that owns locks in the tables still runs. */
 static bool
 session_alive(void *arg, int32_t pid, int64_t session_start)
@@ -148,8 +154,8 @@ reload(void)
 	now = GetCurrentTimestamp();
 	dlock_store_set_logged(dlock_logged);
 	dlm_set_counter(picture, dlock_store_load_counter());
-	dlock_store_clear_queue();
 	dlock_store_load_held(load_held_row);
+	dlock_store_load_kept(load_kept_rows);
 
 	SpinLockAcquire(&dlock_shared->mutex);
 	fresh = dlock_shared->fresh;
@@ -161,6 +167,8 @@ reload(void)
 	/* leases that ran out while the server was down get a grace */
 	if (fresh && dlock_restart_grace_ms > 0)
 		(void) dlm_extend_leases(picture, now + (int64) dlock_restart_grace_ms * 1000);
+	/* kept places the picture now lets through (a dropped session's lock) */
+	dlm_load_done(picture, now);
 	if (dlm_broken(picture))
 		elog(ERROR, "out of memory in the dlock lock manager");
 

@@ -326,6 +326,19 @@ collect_slot(int i, List **ended, List **withdrawn, List **fresh)
 		SpinLockRelease(&slot->mutex);
 		*ended = lappend(*ended, r);
 	}
+	else if (slot->cancel && slot->keep_place && slot->state == DLOCK_SLOT_SUBMITTED)
+	{
+		/*
+		 * Its timeout passed before the lock manager saw it: a kept place is
+		 * still owed (core 14), so it runs and is withdrawn right after.
+		 */
+		slot->state = DLOCK_SLOT_ACCEPTED;
+		r = palloc(sizeof(Request));
+		copy_request(slot, i, r);
+		SpinLockRelease(&slot->mutex);
+		r->withdraw_after = true;
+		*fresh = lappend(*fresh, r);
+	}
 	else if (slot->cancel &&
 			 (slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED))
 	{
@@ -358,6 +371,8 @@ copy_request(DLockSlot *slot, int slotno, Request *r)
 	r->ttl_us = slot->ttl_us;
 	r->max_ttl_us = slot->max_ttl_us;
 	r->timeout_at = slot->timeout_at;
+	r->keep_place = slot->keep_place;
+	r->withdraw_after = false;
 	r->pid = slot->pid;
 	r->session_start = slot->session_start;
 	r->role = slot->role;

@@ -26,6 +26,8 @@ typedef struct Request
 	int64		ttl_us;
 	int64		max_ttl_us;		/* the caller's dlock.max_ttl; 0: none */
 	TimestampTz timeout_at;
+	bool		keep_place;
+	bool		withdraw_after; /* withdrawn before it ran: run, then withdraw */
 	int			pid;
 	TimestampTz session_start;
 	char	  **names;			/* acquire_all: all, sorted */

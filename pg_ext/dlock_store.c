@@ -63,21 +63,22 @@ typedef enum StorePlan
 static const char *const plan_sql[NUM_PLANS] = {
 	[PLAN_HELD_INSERT] =
 	"INSERT INTO dlock.held (token, name, owner, pid, backend_start, mode, count,"
-	" granted_at, expires_at, ttl, implied, role)"
+	" granted_at, expires_at, ttl, implied, role, kept)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.int4[]),"
 	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($10::pg_catalog.interval[]), pg_catalog.unnest($11::pg_catalog.bool[]),"
-	" pg_catalog.unnest($12::pg_catalog.regrole[]))",
+	" pg_catalog.unnest($12::pg_catalog.regrole[]), pg_catalog.unnest($13::pg_catalog.int4[]))",
 	[PLAN_HELD_UPDATE] =
 	"UPDATE dlock.held h SET count = u.count, expires_at = u.expires_at, ttl = u.ttl,"
-	" token = u.token, mode = u.mode"
+	" token = u.token, mode = u.mode, kept = u.kept"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.int4[]),"
 	" pg_catalog.unnest($3::pg_catalog.timestamptz[]), pg_catalog.unnest($4::pg_catalog.interval[]),"
-	" pg_catalog.unnest($5::pg_catalog.int8[]), pg_catalog.unnest($6::pg_catalog.text[]))"
-	" AS u(old_token, count, expires_at, ttl, token, mode)"
+	" pg_catalog.unnest($5::pg_catalog.int8[]), pg_catalog.unnest($6::pg_catalog.text[]),"
+	" pg_catalog.unnest($7::pg_catalog.int4[]))"
+	" AS u(old_token, count, expires_at, ttl, token, mode, kept)"
 	" WHERE h.token OPERATOR(pg_catalog.=) u.old_token",
 	[PLAN_HELD_DELETE] =
 	"DELETE FROM dlock.held WHERE token OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
@@ -86,7 +87,7 @@ static const char *const plan_sql[NUM_PLANS] = {
 	"UPDATE dlock.held h SET token = u.token, name = u.name, owner = u.owner, pid = u.pid,"
 	" backend_start = u.backend_start, mode = u.mode, count = u.count,"
 	" granted_at = u.granted_at, expires_at = u.expires_at, ttl = u.ttl, implied = u.implied,"
-	" role = u.role"
+	" role = u.role, kept = u.kept"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.int8[]),"
 	" pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),"
@@ -94,27 +95,28 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($7::pg_catalog.text[]), pg_catalog.unnest($8::pg_catalog.int4[]),"
 	" pg_catalog.unnest($9::pg_catalog.timestamptz[]), pg_catalog.unnest($10::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($11::pg_catalog.interval[]), pg_catalog.unnest($12::pg_catalog.bool[]),"
-	" pg_catalog.unnest($13::pg_catalog.regrole[]))"
+	" pg_catalog.unnest($13::pg_catalog.regrole[]), pg_catalog.unnest($14::pg_catalog.int4[]))"
 	" AS u(old_token, token, name, owner, pid, backend_start, mode, count, granted_at,"
-	" expires_at, ttl, implied, role)"
+	" expires_at, ttl, implied, role, kept)"
 	" WHERE h.token OPERATOR(pg_catalog.=) u.old_token",
 	[PLAN_QUEUE_INSERT] =
 	"INSERT INTO dlock.queue (ticket, name, owner, pid, backend_start, mode, since,"
-	" timeout_at, ttl, conversion, implied, role)"
+	" timeout_at, ttl, conversion, implied, role, keep, kept_until, request)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.interval[]),"
 	" pg_catalog.unnest($10::pg_catalog.bool[]), pg_catalog.unnest($11::pg_catalog.bool[]),"
-	" pg_catalog.unnest($12::pg_catalog.regrole[]))",
+	" pg_catalog.unnest($12::pg_catalog.regrole[]), pg_catalog.unnest($13::pg_catalog.bool[]),"
+	" pg_catalog.unnest($14::pg_catalog.timestamptz[]), pg_catalog.unnest($15::pg_catalog.int8[]))",
 	[PLAN_QUEUE_DELETE] =
 	"DELETE FROM dlock.queue WHERE ticket OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
 	[PLAN_QUEUE_REPLACE] =
 	"UPDATE dlock.queue q SET ticket = u.ticket, name = u.name, owner = u.owner, pid = u.pid,"
 	" backend_start = u.backend_start, mode = u.mode, since = u.since,"
 	" timeout_at = u.timeout_at, ttl = u.ttl, conversion = u.conversion, implied = u.implied,"
-	" role = u.role"
+	" role = u.role, keep = u.keep, kept_until = u.kept_until, request = u.request"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.int8[]),"
 	" pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),"
@@ -122,9 +124,10 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($7::pg_catalog.text[]), pg_catalog.unnest($8::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($9::pg_catalog.timestamptz[]), pg_catalog.unnest($10::pg_catalog.interval[]),"
 	" pg_catalog.unnest($11::pg_catalog.bool[]), pg_catalog.unnest($12::pg_catalog.bool[]),"
-	" pg_catalog.unnest($13::pg_catalog.regrole[]))"
+	" pg_catalog.unnest($13::pg_catalog.regrole[]), pg_catalog.unnest($14::pg_catalog.bool[]),"
+	" pg_catalog.unnest($15::pg_catalog.timestamptz[]), pg_catalog.unnest($16::pg_catalog.int8[]))"
 	" AS u(old_ticket, ticket, name, owner, pid, backend_start, mode, since, timeout_at,"
-	" ttl, conversion, implied, role)"
+	" ttl, conversion, implied, role, keep, kept_until, request)"
 	" WHERE q.ticket OPERATOR(pg_catalog.=) u.old_ticket",
 	[PLAN_COUNTER] =
 	"UPDATE dlock.ticket_counter SET hi = $1",
@@ -376,12 +379,118 @@ dlock_store_save_counter(int64 hi)
 		elog(ERROR, "could not update dlock.ticket_counter");
 }
 
-/* Waiters live in memory and the table mirrors them: start from empty. */
+/*
+ * Waiters live in memory and the table mirrors them: their calls submit
+ * them again.  Only kept places (core 14) come back from the table: a place
+ * whose call was waiting is kept from now for its ttl (the call, if it
+ * still waits, resumes it); each request's rows go to cb together, in
+ * ticket order.  A request that does not load is dropped with a warning:
+ * a place lost costs its owner its turn, never the lock manager its start.
+ */
 void
-dlock_store_clear_queue(void)
+dlock_store_load_kept(dlock_kept_cb cb)
 {
-	if (SPI_execute("DELETE FROM dlock.queue", false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not clear dlock.queue");
+	SPIPlanPtr	plan;
+	Portal		portal;
+	List	   *bad = NIL;
+	DLmWaiterRow *rows = NULL;
+	int			n = 0,
+				cap = 0;
+	int64		request = 0;
+	ListCell   *lc;
+
+	if (SPI_execute("DELETE FROM dlock.queue WHERE NOT keep OR owner IS NULL OR ttl IS NULL",
+					false, 0) != SPI_OK_DELETE ||
+		SPI_execute("UPDATE dlock.queue SET kept_until ="
+					" pg_catalog.statement_timestamp() OPERATOR(pg_catalog.+) ttl"
+					" WHERE kept_until IS NULL", false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not prepare dlock.queue");
+	plan = SPI_prepare("SELECT request, ticket, name, owner, pid, backend_start, mode, since,"
+					   " kept_until, ttl, implied, role FROM dlock.queue"
+					   " WHERE owner IS NOT NULL AND ttl IS NOT NULL AND kept_until IS NOT NULL"
+					   " ORDER BY request, ticket",
+					   0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	/* not read-only: it must see the two statements above */
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, false);
+	for (;;)
+	{
+		bool		done;
+
+		SPI_cursor_fetch(portal, true, 1000);
+		done = SPI_processed == 0;
+		for (uint64 i = 0; i <= SPI_processed; i++)
+		{
+			HeapTuple	tup;
+			bool		isnull[12];
+			Datum		v[12];
+			DLmWaiterRow *row;
+
+			if (i == SPI_processed)
+			{
+				if (!done)
+					break;
+				v[0] = 0;		/* the end: load the last request */
+			}
+			else
+			{
+				tup = SPI_tuptable->vals[i];
+				for (int c = 0; c < 12; c++)
+					v[c] = SPI_getbinval(tup, SPI_tuptable->tupdesc, c + 1, &isnull[c]);
+			}
+			if (n > 0 && (i == SPI_processed || DatumGetInt64(v[0]) != request))
+			{
+				DLmError	err = cb(rows, n);
+
+				if (err != DLM_OK)
+				{
+					ereport(WARNING,
+							(errmsg("dlock: kept place of ticket " INT64_FORMAT " in dlock.queue dropped: %s",
+									request, dlm_error_message(err))));
+					bad = lappend(bad, memcpy(palloc(sizeof(int64)), &request, sizeof(int64)));
+				}
+				n = 0;
+			}
+			if (i == SPI_processed)
+				break;
+			request = DatumGetInt64(v[0]);
+			if (n == cap)
+			{
+				cap = cap ? cap * 2 : 8;
+				rows = rows ? repalloc(rows, sizeof(DLmWaiterRow) * cap) :
+					palloc(sizeof(DLmWaiterRow) * cap);
+			}
+			row = &rows[n++];
+			memset(row, 0, sizeof(*row));
+			row->ticket = DatumGetInt64(v[1]);
+			row->name = TextDatumGetCString(v[2]);
+			row->owner_key = TextDatumGetCString(v[3]);
+			row->pid = DatumGetInt32(v[4]);
+			row->backend_start = DatumGetTimestampTz(v[5]);
+			row->mode = mode_from_name(TextDatumGetCString(v[6]));
+			row->since = DatumGetTimestampTz(v[7]);
+			row->kept_until = DatumGetTimestampTz(v[8]);
+			row->ttl_us = interval_us(v[9]);
+			row->implied = DatumGetBool(v[10]);
+			row->role = isnull[11] ? InvalidOid : DatumGetObjectId(v[11]);
+		}
+		if (done)
+			break;
+		/* the rows of the request being gathered are copies: keep them */
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_freeplan(plan);
+	foreach(lc, bad)
+	{
+		Oid			type = INT8OID;
+		Datum		arg = Int64GetDatum(*(int64 *) lfirst(lc));
+
+		if (SPI_execute_with_args("DELETE FROM dlock.queue WHERE request OPERATOR(pg_catalog.=) $1",
+								  1, &type, &arg, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not delete a kept place from dlock.queue");
+	}
 }
 
 void
@@ -391,7 +500,7 @@ dlock_store_load_held(dlock_held_row_cb cb)
 	SPIPlanPtr	plan;
 
 	plan = SPI_prepare("SELECT token, name, owner, pid, backend_start, mode, count,"
-					   " granted_at, expires_at, ttl, implied, role FROM dlock.held", 0, NULL);
+					   " granted_at, expires_at, ttl, implied, role, kept FROM dlock.held", 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
@@ -404,14 +513,14 @@ dlock_store_load_held(dlock_held_row_cb cb)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[i];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull[12];
-			Datum		v[12];
+			bool		isnull[13];
+			Datum		v[13];
 			char	   *name;
 			char	   *owner;
 			char	   *mode;
 			DLmHolderRow row;
 
-			for (int c = 0; c < 12; c++)
+			for (int c = 0; c < 13; c++)
 				v[c] = SPI_getbinval(tup, desc, c + 1, &isnull[c]);
 			name = TextDatumGetCString(v[1]);
 			owner = isnull[2] ? NULL : TextDatumGetCString(v[2]);
@@ -428,6 +537,7 @@ dlock_store_load_held(dlock_held_row_cb cb)
 			row.ttl_us = isnull[9] ? 0 : interval_us(v[9]);
 			row.implied = DatumGetBool(v[10]);
 			row.role = isnull[11] ? InvalidOid : DatumGetObjectId(v[11]);
+			row.kept = DatumGetInt32(v[12]);
 			cb(&row);
 			pfree(name);
 			pfree(mode);
@@ -460,6 +570,7 @@ static const Oid held_types[] = {
 	INTERVALOID,				/* ttl */
 	BOOLOID,					/* implied */
 	REGROLEOID,					/* role */
+	INT4OID,					/* kept */
 };
 static const Oid queue_types[] = {
 	INT8OID,					/* ticket */
@@ -474,6 +585,9 @@ static const Oid queue_types[] = {
 	BOOLOID,					/* conversion */
 	BOOLOID,					/* implied */
 	REGROLEOID,					/* role */
+	BOOLOID,					/* keep */
+	TIMESTAMPTZOID,				/* kept_until */
+	INT8OID,					/* request */
 };
 
 /* ---------------------------------------------------------------------
@@ -661,7 +775,7 @@ direct_write_rows(DirectTable *t, const Column *gone, const Column *fresh)
 static void
 direct_update_held(DirectTable *t, const Column *hu, int i)
 {
-	static const int held_column[] = {-1, 6, 8, 9, 0, 5};
+	static const int held_column[] = {-1, 6, 8, 9, 0, 5, 12};
 	int			natts = t->row->tts_tupleDescriptor->natts;
 
 	direct_find(t, DatumGetInt64(hu[0].values[i]));
@@ -678,6 +792,28 @@ direct_update_held(DirectTable *t, const Column *hu, int i)
 	direct_store(t, true);
 }
 
+/* A waiter's row, appended to the columns q (dlock.queue's, in order). */
+static void
+queue_row(Column *q, const DLmWaiter *w)
+{
+	column_add(&q[0], Int64GetDatum(w->ticket), false);
+	column_add(&q[1], text_datum(w->lock->name), false);
+	column_add(&q[2], w->owner->key ? text_datum(w->owner->key) : (Datum) 0,
+			   w->owner->key == NULL);
+	column_add(&q[3], Int32GetDatum(w->pid), false);
+	column_add(&q[4], TimestampTzGetDatum(w->backend_start), false);
+	column_add(&q[5], text_datum(dlock_mode_name(w->mode)), false);
+	column_add(&q[6], TimestampTzGetDatum(w->since), false);
+	column_add(&q[7], TimestampTzGetDatum(w->timeout_at), w->timeout_at == 0);
+	column_add(&q[8], interval_datum(w->ttl_us), w->ttl_us == 0);
+	column_add(&q[9], BoolGetDatum(w->holder != NULL), false);
+	column_add(&q[10], BoolGetDatum(w->implied), false);
+	column_add(&q[11], ObjectIdGetDatum(w->owner->role), false);
+	column_add(&q[12], BoolGetDatum(w->keep), false);
+	column_add(&q[13], TimestampTzGetDatum(w->kept_until), w->kept_until == 0);
+	column_add(&q[14], Int64GetDatum(w->request), false);
+}
+
 /*
  * dlock_store_write
  *		Write the batch's changes: for each touched holder or waiter, insert
@@ -691,9 +827,11 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 	int			nh = 0;
 	int			nw = 0;
 	Column		hi[lengthof(held_types)];
-	Column		hu[6];
+	Column		hu[7];
 	Column		hd[1];
 	Column		qi[lengthof(queue_types)];
+	Column		qu[lengthof(queue_types)];
+	Column		qk[1];
 	Column		qd[1];
 	EState	   *estate;
 	DirectTable table;
@@ -710,6 +848,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 	column_init(&hu[3], INTERVALOID, nh);
 	column_init(&hu[4], INT8OID, nh);
 	column_init(&hu[5], TEXTOID, nh);
+	column_init(&hu[6], INT4OID, nh);
 	column_init(&hd[0], INT8OID, nh);
 
 	for (DLmHolder *h = holders; h; h = h->touched_next)
@@ -734,6 +873,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			column_add(&hi[9], interval_datum(h->ttl_us), h->ttl_us == 0);
 			column_add(&hi[10], BoolGetDatum(h->implied), false);
 			column_add(&hi[11], ObjectIdGetDatum(h->owner->role), false);
+			column_add(&hi[12], Int32GetDatum(h->kept), false);
 		}
 		else if (h->p.dirty)
 		{
@@ -743,6 +883,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			column_add(&hu[3], interval_datum(h->ttl_us), h->ttl_us == 0);
 			column_add(&hu[4], Int64GetDatum(h->token), false);
 			column_add(&hu[5], text_datum(dlock_mode_name(h->mode)), false);
+			column_add(&hu[6], Int32GetDatum(h->kept), false);
 		}
 	}
 
@@ -750,6 +891,9 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 		column_init(&qi[c], queue_types[c], nw);
 	column_init(&qd[0], INT8OID, nw);
 
+	for (int c = 0; c < (int) lengthof(qu); c++)
+		column_init(&qu[c], queue_types[c], nw);
+	column_init(&qk[0], INT8OID, nw);
 	for (DLmWaiter *w = waiters; w; w = w->touched_next)
 	{
 		if (w->p.dead)
@@ -758,20 +902,12 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 				column_add(&qd[0], Int64GetDatum(w->ticket), false);
 		}
 		else if (!w->p.stored)
+			queue_row(qi, w);
+		else if (w->p.dirty)
 		{
-			column_add(&qi[0], Int64GetDatum(w->ticket), false);
-			column_add(&qi[1], text_datum(w->lock->name), false);
-			column_add(&qi[2], w->owner->key ? text_datum(w->owner->key) : (Datum) 0,
-					   w->owner->key == NULL);
-			column_add(&qi[3], Int32GetDatum(w->pid), false);
-			column_add(&qi[4], TimestampTzGetDatum(w->backend_start), false);
-			column_add(&qi[5], text_datum(dlock_mode_name(w->mode)), false);
-			column_add(&qi[6], TimestampTzGetDatum(w->since), false);
-			column_add(&qi[7], TimestampTzGetDatum(w->timeout_at), w->timeout_at == 0);
-			column_add(&qi[8], interval_datum(w->ttl_us), w->ttl_us == 0);
-			column_add(&qi[9], BoolGetDatum(w->holder != NULL), false);
-			column_add(&qi[10], BoolGetDatum(w->implied), false);
-			column_add(&qi[11], ObjectIdGetDatum(w->owner->role), false);
+			/* a kept place detached or resumed: its row, under its own key */
+			column_add(&qk[0], Int64GetDatum(w->ticket), false);
+			queue_row(qu, w);
 		}
 	}
 
@@ -788,19 +924,30 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 		else
 		{
 			if (hu[0].n > 0)
-				run_plan(PLAN_HELD_UPDATE, hu, 6, hu[0].n);
+				run_plan(PLAN_HELD_UPDATE, hu, lengthof(hu), hu[0].n);
 			write_rows(PLAN_HELD_DELETE, PLAN_HELD_REPLACE, PLAN_HELD_INSERT, hd, hi, lengthof(hi));
 		}
 	}
-	if (qd[0].n + qi[0].n > 0)
+	if (qd[0].n + qi[0].n + qk[0].n > 0)
 	{
 		if (direct_open(&table, estate, "queue", queue_types, lengthof(queue_types)))
 		{
+			for (int i = 0; i < qk[0].n; i++)
+			{
+				direct_find(&table, DatumGetInt64(qk[0].values[i]));
+				direct_fill(&table, qu, i);
+				direct_store(&table, true);
+			}
 			direct_write_rows(&table, qd, qi);
 			direct_close(&table);
 		}
 		else
+		{
+			if (qk[0].n > 0)
+				write_rows(PLAN_QUEUE_DELETE, PLAN_QUEUE_REPLACE, PLAN_QUEUE_INSERT, qk, qu,
+						   lengthof(qu));
 			write_rows(PLAN_QUEUE_DELETE, PLAN_QUEUE_REPLACE, PLAN_QUEUE_INSERT, qd, qi, lengthof(qi));
+		}
 	}
 	FreeExecutorState(estate);
 }

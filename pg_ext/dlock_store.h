@@ -6,7 +6,7 @@
  * Interface: dlock_store_begin, dlock_store_commit (the worker's
  * transactions), dlock_store_installed, dlock_store_set_logged,
  * dlock_store_load_counter, dlock_store_save_counter,
- * dlock_store_clear_queue, dlock_store_load_held, dlock_store_batch,
+ * dlock_store_load_kept, dlock_store_load_held, dlock_store_batch,
  * dlock_store_forget_plans.
  *
  * Every function but the first two runs in the worker's transaction,
@@ -23,7 +23,9 @@ extern bool dlock_store_installed(void);
 extern void dlock_store_set_logged(bool logged);
 extern int64 dlock_store_load_counter(void);
 extern void dlock_store_save_counter(int64 hi);
-extern void dlock_store_clear_queue(void);
+/* Calls cb with the rows of each kept place (core 14) in dlock.queue. */
+typedef DLmError (*dlock_kept_cb) (const DLmWaiterRow *rows, int n);
+extern void dlock_store_load_kept(dlock_kept_cb cb);
 /* Calls cb for every row of dlock.held. */
 typedef void (*dlock_held_row_cb) (const DLmHolderRow *row);
 extern void dlock_store_load_held(dlock_held_row_cb cb);

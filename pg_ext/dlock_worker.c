@@ -330,6 +330,14 @@ decide(List *ended, List *withdrawn, List *fresh, TimestampTz now)
 	expired = dlm_expire(lock_manager, now, expire_limit);
 	foreach(lc, fresh)
 		execute(lfirst(lc), now);
+	foreach(lc, fresh)
+	{
+		Request    *r = lfirst(lc);
+
+		/* still waiting: kept (a grant or an error stays its answer) */
+		if (r->withdraw_after && dlm_waiter_of(lock_manager, r->slotno) != NULL)
+			dlm_withdraw(lock_manager, &r->slotno, 1, now);
+	}
 	if (dlm_broken(lock_manager))
 		elog(ERROR, "out of memory in the dlock lock manager");
 	return expired;
@@ -383,6 +391,7 @@ execute(Request *r, TimestampTz now)
 	q.ttl_us = r->ttl_us;
 	q.max_ttl_us = r->max_ttl_us;
 	q.timeout_at = r->timeout_at;
+	q.keep_place = r->keep_place;
 	q.role = r->role;
 	q.any_role = r->any_role;
 	q.role_max_locks = r->quotas.max_locks;

@@ -71,7 +71,8 @@ CREATE TABLE dlock.held (
     expires_at     timestamptz,            -- NULL: no lease
     ttl            interval,
     implied        boolean     NOT NULL DEFAULT false, -- an intention for a path below
-    role           regrole     NOT NULL                -- whose it is: the role that took the owner
+    role           regrole     NOT NULL,               -- whose it is: the role that took the owner
+    kept           integer     NOT NULL DEFAULT 0      -- levels granted to a kept place, not yet collected
 );
 
 -- Waiters: one row per queued request, FIFO by ticket.
@@ -87,7 +88,10 @@ CREATE TABLE dlock.queue (
     ttl            interval,
     conversion     boolean     NOT NULL DEFAULT false, -- a holder's up-conversion
     implied        boolean     NOT NULL DEFAULT false, -- an intention part of a path request
-    role           regrole     NOT NULL                -- whose it is: the role that took the owner
+    role           regrole     NOT NULL,               -- whose it is: the role that took the owner
+    keep           boolean     NOT NULL DEFAULT false, -- made with keep_place
+    kept_until     timestamptz,            -- a kept place no call waits for: its lease end
+    request        bigint      NOT NULL                -- the ticket of the request's first part
 );
 
 /*
@@ -172,8 +176,10 @@ SELECT h.name, h.mode, true AS granted, NULL::integer AS position,
  WHERE dlock.visible(h.name, h.role)
 UNION ALL
 SELECT q.name, q.mode, false, q.position,
-       dlock.shown_owner(q.owner, q.role), q.pid, q.backend_start, q.ticket, NULL::integer,
-       q.since, NULL::timestamptz, q.timeout_at, q.conversion, q.implied,
+       dlock.shown_owner(q.owner, q.role),
+       CASE WHEN q.kept_until IS NULL THEN q.pid END,
+       CASE WHEN q.kept_until IS NULL THEN q.backend_start END, q.ticket, NULL::integer,
+       q.since, q.kept_until, q.timeout_at, q.conversion, q.implied,
        q.owner IS NOT NULL, q.role
   FROM (SELECT q.*,
                (pg_catalog.row_number() OVER (PARTITION BY q.name
@@ -182,7 +188,7 @@ SELECT q.name, q.mode, false, q.position,
           FROM dlock.queue q) q
  WHERE dlock.visible(q.name, q.role);
 
-COMMENT ON VIEW dlock.locks IS 'dlock holders (granted) and waiters (queue position), joinable with pg_stat_activity on pid and backend_start';
+COMMENT ON VIEW dlock.locks IS 'dlock holders (granted) and waiters (queue position), joinable with pg_stat_activity on pid and backend_start; a kept place with no call waiting shows no pid and its lease end in expires_at';
 REVOKE ALL ON SCHEMA dlock FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dlock.shown_owner(text, regrole), dlock.visible(text, regrole),
     dlock.grants_changed() FROM PUBLIC;
@@ -196,22 +202,24 @@ CREATE FUNCTION dlock_acquire(name text,
                               mode text DEFAULT 'exclusive',
                               timeout interval DEFAULT NULL,
                               ttl interval DEFAULT NULL,
-                              owner text DEFAULT NULL)
+                              owner text DEFAULT NULL,
+                              keep_place boolean DEFAULT false)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'dlock_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION dlock_acquire(text, text, interval, interval, text) IS
-    'wait in FIFO order for a named lock; returns its fencing token, or NULL when timeout passes';
+COMMENT ON FUNCTION dlock_acquire(text, text, interval, interval, text, boolean) IS
+    'wait in FIFO order for a named lock; returns its fencing token, or NULL when timeout passes (keep_place: the request stays in line for the owner''s next call)';
 
 CREATE FUNCTION dlock_acquire_all(names text[],
                                   mode text DEFAULT 'exclusive',
                                   timeout interval DEFAULT NULL,
                                   ttl interval DEFAULT NULL,
-                                  owner text DEFAULT NULL)
+                                  owner text DEFAULT NULL,
+                                  keep_place boolean DEFAULT false)
 RETURNS bigint[]
 AS 'MODULE_PATHNAME', 'dlock_acquire_all'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION dlock_acquire_all(text[], text, interval, interval, text) IS
+COMMENT ON FUNCTION dlock_acquire_all(text[], text, interval, interval, text, boolean) IS
     'take several named locks all together or none, as one request; one token per name in input order, or NULL when timeout passes';
 
 CREATE FUNCTION dlock_try_acquire(name text,
@@ -297,8 +305,8 @@ COMMENT ON FUNCTION dlock_holder(text) IS
 
 -- Functions are executable by PUBLIC when created: only dlock_user may call these.
 REVOKE EXECUTE ON FUNCTION
-    dlock_acquire(text, text, interval, interval, text),
-    dlock_acquire_all(text[], text, interval, interval, text),
+    dlock_acquire(text, text, interval, interval, text, boolean),
+    dlock_acquire_all(text[], text, interval, interval, text, boolean),
     dlock_try_acquire(text, text, interval, text),
     dlock_convert(text, text, interval, text),
     dlock_release(text, text),
@@ -310,8 +318,8 @@ REVOKE EXECUTE ON FUNCTION
     dlock_holder(text)
   FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    dlock_acquire(text, text, interval, interval, text),
-    dlock_acquire_all(text[], text, interval, interval, text),
+    dlock_acquire(text, text, interval, interval, text, boolean),
+    dlock_acquire_all(text[], text, interval, interval, text, boolean),
     dlock_try_acquire(text, text, interval, text),
     dlock_convert(text, text, interval, text),
     dlock_release(text, text),

@@ -190,7 +190,9 @@ class Scenario:
         """dlock.locks, one line per holder or waiter, pids as session names"""
         rows = self.lock_rows() if rows is None else rows
         for name, mode, granted, pos, owner, pid, count, conversion, implied in rows:
-            who = self.pid_names().get(pid, "pid %d" % pid)
+            # a kept place no call waits for has no session
+            who = ("nobody (kept)" if pid is None else
+                   self.pid_names().get(pid, "pid %d" % pid))
             if granted:
                 desc = "%s %s %s by %s%s count %d" % (
                     name, mode, "implied" if implied else "held", who,
