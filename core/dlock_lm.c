@@ -159,6 +159,16 @@ dlm_error_message(DLmError err)
 			return "role's lock quota exceeded";
 		case DLM_ERR_KEEP_PLACE:
 			return "keep_place needs an owner key and a lease, and a request that may wait";
+		case DLM_ERR_BAD_SEMAPHORE:
+			return "a semaphore needs a capacity above 0, 1 to capacity permits and one name that is not a path";
+		case DLM_ERR_IS_SEMAPHORE:
+			return "the name is a semaphore, not a lock";
+		case DLM_ERR_NOT_SEMAPHORE:
+			return "the name is a lock, not a semaphore";
+		case DLM_ERR_CAPACITY:
+			return "the semaphore is in use with another capacity";
+		case DLM_ERR_SEMAPHORE_HELD:
+			return "the owner holds permits of this semaphore already";
 	}
 	return "unknown error";
 }
@@ -369,6 +379,14 @@ lock_get(DLockManager *m, const char *name, size_t len)
 	dlm_hash_insert(&m->locks, &m->mem, &l->hash_node);
 	note_empty_lock(m, l);
 	return l;
+}
+
+/* A lock held or waited for: its kind and a semaphore's capacity stand (15). */
+static bool
+lock_in_use(const DLmLock *l)
+{
+	return !dlm_list_empty(&l->holders) || !dlm_list_empty(&l->converts) ||
+		!dlm_list_empty(&l->waiters);
 }
 
 static uint64_t
@@ -732,6 +750,7 @@ holder_remove(DLockManager *m, DLmHolder *h)
 	if (!h->implied)
 		count_named(m, h->owner, h->lock, -1);
 	h->lock->nheld[h->mode]--;
+	h->lock->permits_held -= h->permits;
 	dlm_heap_remove(&m->leases, h);
 	h->p.dead = true;
 	touch_holder(m, h);
@@ -920,7 +939,9 @@ convert_now(DLockManager *m, DLmHolder *h, int mode, DLockTime now)
 static void
 announce(DLockManager *m, DLmLock *l, const DLmOwner *o, int mode)
 {
-	if (l->announced || compatible(mode, others_held(m, l, o)))
+	/* a semaphore's waiter waits for its holders, whatever the modes (15) */
+	if (l->announced ||
+		(l->capacity > 0 ? dlm_list_empty(&l->holders) : compatible(mode, others_held(m, l, o))))
 		return;
 	l->announced = true;
 	if (l->notify_listed)
@@ -957,6 +978,7 @@ enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 	w->ttl_us = r->ttl_us;
 	w->request = w->ticket;		/* a group's parts: set to its first's */
 	w->keep = r->keep_place;
+	w->permits = r->capacity > 0 ? r->permits : 0;
 	if (converting)
 	{
 		dlm_list_push_tail(&l->converts, &w->lock_link);
@@ -1091,6 +1113,61 @@ grant_group(DLockManager *m, DLmGroup *g, DLockTime now)
 	request_remove(m, first);
 }
 
+/* ---------------------------------------------------------------------
+ * Counting semaphores (15)
+ * --------------------------------------------------------------------- */
+
+/* 15.3: O takes permits of semaphore L (a new holder: O holds none). */
+static DLmHolder *
+semaphore_take(DLockManager *m, DLmLock *l, DLmOwner *o, int32_t permits, int64_t ttl_us,
+			   int32_t pid, int64_t backend_start, DLockTime now, bool uncollected)
+{
+	DLmHolder  *h = holder_add(m, l, o, DLOCK_MODE_NL, false, take_ticket(m), pid,
+							   backend_start, now);
+
+	if (h == NULL)
+		return NULL;
+	h->permits = permits;
+	l->permits_held += permits;
+	h->kept = uncollected ? 1 : 0;
+	if (ttl_us > 0)
+		holder_set_lease(m, h, ttl_us, now);
+	return h;
+}
+
+/*
+ * 15.4: the grant pass of a semaphore: waiters in ticket order while their
+ * permits fit; the first that does not fit stops it (strict FIFO: a large
+ * request at the head is not overtaken by smaller ones behind it).
+ */
+static void
+semaphore_pass(DLockManager *m, DLmLock *l, DLockTime now)
+{
+	DLmLink    *k;
+
+	while ((k = dlm_list_head(&l->waiters)) != NULL && !m->broken)
+	{
+		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, lock_link, k);
+		int			requester = w->requester;
+		DLmHolder  *h;
+
+		if (l->permits_held + w->permits > l->capacity)
+			break;
+		if (named_holder(m, l, w->owner) != NULL)
+		{
+			/* the owner got permits meanwhile, with another request */
+			waiter_remove(m, w);
+			answer_error(m, requester, DLM_ERR_SEMAPHORE_HELD);
+			continue;
+		}
+		h = semaphore_take(m, l, w->owner, w->permits, w->ttl_us, w->pid,
+						   w->backend_start, now, w->kept_until != 0);
+		waiter_remove(m, w);
+		if (h)
+			answer_granted(m, requester, h);
+	}
+}
+
 /* Could any waiter of these remaining modes pass what is ahead? */
 static bool
 any_may_pass(const int32_t *left, DLockModeMask ahead)
@@ -1114,6 +1191,12 @@ grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 	int32_t		left[DLOCK_NMODES];
 	DLmLink    *k,
 			   *next;
+
+	if (l->capacity > 0)
+	{
+		semaphore_pass(m, l, now);
+		return;
+	}
 
 	for (k = dlm_list_head(&l->converts); k && !m->broken; k = next)
 	{
@@ -1517,7 +1600,7 @@ detach(DLockManager *m, DLmWaiter *first, DLockTime now)
  */
 static DLmWaiter *
 kept_place_of(const DLockManager *m, const DLmOwner *o, const char *const *names,
-			  int nnames, int mode)
+			  int nnames, int mode, int32_t permits)
 {
 	(void) m;
 	for (DLmLink *k = dlm_list_head(&o->waiters); k; k = dlm_list_next(&o->waiters, k))
@@ -1527,7 +1610,7 @@ kept_place_of(const DLockManager *m, const DLmOwner *o, const char *const *names
 		bool		same = true;
 
 		if (w->kept_until == 0 || w->mode != mode || nnamed != nnames ||
-			(w->group && w->group->parts[0] != w))
+			w->permits != permits || (w->group && w->group->parts[0] != w))
 			continue;
 		for (int i = 0; i < nnames && same; i++)
 			same = strcmp(request_part(w, i)->lock->name, names[i]) == 0;
@@ -1605,6 +1688,48 @@ kept_first(const DLockManager *m)
  * Requests
  * --------------------------------------------------------------------- */
 
+/* 15.3: acquire or try of permits of a semaphore (its kind checked, 15.2) */
+static void
+do_semaphore(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
+{
+	DLmLock    *l = lock_get(m, r->names[0], strlen(r->names[0]));
+	DLmHolder  *own;
+
+	if (l == NULL)
+		return;
+	if (!lock_in_use(l))
+		l->capacity = r->capacity;	/* kept while anyone holds or waits */
+	own = named_holder(m, l, o);
+	if (own && own->kept > 0)
+	{
+		/* 14.4: the grant its kept place got, collected */
+		own->kept--;
+		if (r->ttl_us > 0)
+			holder_set_lease(m, own, r->ttl_us, now);
+		holder_changed(m, own);
+		answer_granted(m, r->requester, own);
+	}
+	else if (own)
+		answer_error(m, r->requester, DLM_ERR_SEMAPHORE_HELD);
+	else if (dlm_list_empty(&l->waiters) && l->permits_held + r->permits <= l->capacity)
+	{
+		DLmHolder  *h = semaphore_take(m, l, o, r->permits, r->ttl_us, r->pid,
+									   r->session_start, now, false);
+
+		if (h)
+			answer_granted(m, r->requester, h);
+	}
+	else if (r->op == DLOCK_OP_TRY)
+		answer(m, r->requester, DLOCK_STATUS_REFUSED, 0, 0, 0);
+	else
+	{
+		DLmWaiter  *w = enqueue(m, r, o, l, NULL, DLOCK_MODE_NL, false, now);
+
+		if (w)
+			queued(m, w);
+	}
+}
+
 /* 3: acquire, try, acquire_all */
 static void
 do_acquire(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
@@ -1621,6 +1746,8 @@ do_acquire(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 		locks[i] = lock_get(m, r->names[i], strlen(r->names[i]));
 		if (locks[i] == NULL)
 			return;
+		if (!lock_in_use(locks[i]))
+			locks[i]->capacity = 0;	/* a lock now (15.2) */
 		own = named_holder(m, locks[i], o);
 		if (own && !dlock_mode_covers(own->mode, r->mode))
 		{
@@ -1778,6 +1905,11 @@ do_convert(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 		answer(m, r->requester, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
 		return;
 	}
+	if (l->capacity > 0)
+	{
+		answer_error(m, r->requester, DLM_ERR_IS_SEMAPHORE);	/* 15.5 */
+		return;
+	}
 	if (h->conversion)
 	{
 		answer_error(m, r->requester, DLM_ERR_CONVERSION_WAITING);
@@ -1919,6 +2051,11 @@ check_request(const DLockManager *m, const DLmRequest *r)
 		return DLM_ERR_BAD_REQUEST;
 	if (r->ttl_us < 0 || r->max_ttl_us < 0)
 		return DLM_ERR_BAD_REQUEST;
+	if (r->capacity != 0 &&
+		(r->capacity < 0 || r->permits < 1 || r->permits > r->capacity ||
+		 !(r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY) || r->nnames != 1 ||
+		 r->names == NULL || r->names[0] == NULL || r->names[0][0] == '/'))
+		return DLM_ERR_BAD_SEMAPHORE;
 	if (r->keep_place && (r->op == DLOCK_OP_TRY ||
 						  ((r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_ACQUIRE_ALL) &&
 						   (r->owner_key == NULL || r->ttl_us <= 0))))
@@ -2046,11 +2183,37 @@ dlm_request(DLockManager *m, const DLmRequest *r, DLockTime now)
 			return DLM_ERR_NOT_YOURS;
 		}
 	}
+	/* 15.2: a name in use is a lock or a semaphore of one capacity */
+	if (r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY || r->op == DLOCK_OP_ACQUIRE_ALL)
+	{
+		for (int i = 0; i < r->nnames; i++)
+		{
+			DLmLock    *l = lock_find(m, r->names[i], strlen(r->names[i]));
+
+			err = DLM_OK;
+			if (l == NULL || !lock_in_use(l))
+				continue;
+			if (r->capacity > 0 && l->capacity == 0)
+				err = DLM_ERR_NOT_SEMAPHORE;
+			else if (r->capacity == 0 && l->capacity > 0)
+				err = DLM_ERR_IS_SEMAPHORE;
+			else if (r->capacity != l->capacity)
+				err = DLM_ERR_CAPACITY;
+			if (err != DLM_OK)
+			{
+				answer_error(m, r->requester, err);
+				return err;
+			}
+		}
+	}
 	/* 14.3: a kept place resumed adds nothing a limit counts */
 	if ((r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_ACQUIRE_ALL) && r->owner_key &&
 		!m->broken && (o = owner_find(m, r->owner_key, 0, 0)) != NULL)
 	{
-		DLmWaiter  *place = kept_place_of(m, o, r->names, r->nnames, r->mode);
+		/* a semaphore's place: its permits (15); the kind was checked above */
+		DLmWaiter  *place = kept_place_of(m, o, r->names, r->nnames,
+										  r->capacity > 0 ? DLOCK_MODE_NL : r->mode,
+										  r->capacity > 0 ? r->permits : 0);
 
 		if (place)
 		{
@@ -2085,7 +2248,10 @@ dlm_request(DLockManager *m, const DLmRequest *r, DLockTime now)
 			case DLOCK_OP_ACQUIRE:
 			case DLOCK_OP_TRY:
 			case DLOCK_OP_ACQUIRE_ALL:
-				do_acquire(m, r, o, now);
+				if (r->capacity > 0)
+					do_semaphore(m, r, o, now);
+				else
+					do_acquire(m, r, o, now);
 				break;
 			case DLOCK_OP_RELEASE:
 				do_release(m, r, o, now);
@@ -2440,6 +2606,11 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 	if (row == NULL || row->name == NULL || row->mode < 0 || row->mode >= DLOCK_NMODES ||
 		row->count < 1 || row->ttl_us < 0 || row->kept < 0 || row->kept > row->count)
 		return DLM_ERR_BAD_REQUEST;
+	/* a semaphore's holder: NL, one level, 1 .. capacity permits, a flat name */
+	if (row->capacity != 0 &&
+		(row->capacity < 0 || row->permits < 1 || row->permits > row->capacity ||
+		 row->mode != DLOCK_MODE_NL || row->implied || row->count != 1 || row->name[0] == '/'))
+		return DLM_ERR_BAD_SEMAPHORE;
 	/* a name stored before the limit was lowered still loads */
 	len = strlen(row->name);
 	if (dlock_check_name(row->name, len, len) != DLOCK_CHECK_OK)
@@ -2456,10 +2627,17 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 		return DLM_ERR_NO_MEMORY;
 	if (row->implied ? implied_holder(m, l, o, row->mode) != NULL : named_holder(m, l, o) != NULL)
 		return DLM_ERR_BAD_REQUEST;
+	if (lock_in_use(l) ? l->capacity != row->capacity : false)
+		return DLM_ERR_CAPACITY;
+	if (l->permits_held + row->permits > row->capacity && row->capacity > 0)
+		return DLM_ERR_CAPACITY;
+	l->capacity = row->capacity;
 	h = holder_add(m, l, o, row->mode, row->implied, row->token, row->pid,
 				   row->backend_start, row->granted_at);
 	if (h == NULL)
 		return DLM_ERR_NO_MEMORY;
+	h->permits = row->capacity > 0 ? row->permits : 0;
+	l->permits_held += h->permits;
 	h->count = row->count;
 	h->kept = row->kept > 0 && !row->implied ? row->kept : 0;
 	h->ttl_us = row->ttl_us;
@@ -2509,6 +2687,16 @@ dlm_load_kept(DLockManager *m, const DLmWaiterRow *rows, int n)
 							  bounded_len(row->owner_key, DLOCK_MAX_OWNER_LEN)) != DLOCK_CHECK_OK)
 			return DLM_ERR_BAD_OWNER;
 		nnamed += !row->implied;
+		if (row->capacity != 0 &&
+			(n != 1 || row->capacity < 0 || row->permits < 1 || row->permits > row->capacity ||
+			 row->mode != DLOCK_MODE_NL || row->implied || row->name[0] == '/'))
+			return DLM_ERR_BAD_SEMAPHORE;
+		{
+			DLmLock    *l = lock_find(m, row->name, len);
+
+			if (l && lock_in_use(l) && l->capacity != row->capacity)
+				return DLM_ERR_CAPACITY;
+		}
 	}
 	if (nnamed < 1 || nnamed > DLOCK_MAX_MULTI || rows[0].implied)
 		return DLM_ERR_BAD_REQUEST;
@@ -2536,6 +2724,10 @@ dlm_load_kept(DLockManager *m, const DLmWaiterRow *rows, int n)
 		r.pid = row->pid;
 		r.session_start = row->backend_start;
 		r.ttl_us = row->ttl_us;
+		r.capacity = row->capacity;
+		r.permits = row->permits;
+		if (!lock_in_use(l))
+			l->capacity = row->capacity;
 		/* its own ticket, not the counter's */
 		if (row->ticket >= m->next_ticket)
 		{

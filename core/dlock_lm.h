@@ -94,8 +94,15 @@ typedef enum DLmError
 	DLM_ERR_NO_SPACE,			/* holders and waiters would pass max_objects (13) */
 	DLM_ERR_OWNER_QUOTA,		/* the owner's locks would pass its quota (13) */
 	DLM_ERR_ROLE_QUOTA,			/* the role's locks would pass its quota (13) */
-	DLM_ERR_KEEP_PLACE			/* keep_place without an owner key and a
+	DLM_ERR_KEEP_PLACE,			/* keep_place without an owner key and a
 								 * lease, or on a try (14) */
+	DLM_ERR_BAD_SEMAPHORE,		/* capacity or permits out of range, or a
+								 * semaphore request that is not one flat
+								 * name (15) */
+	DLM_ERR_IS_SEMAPHORE,		/* a lock request on a semaphore's name (15) */
+	DLM_ERR_NOT_SEMAPHORE,		/* a semaphore request on a lock's name (15) */
+	DLM_ERR_CAPACITY,			/* the semaphore is in use with another capacity (15) */
+	DLM_ERR_SEMAPHORE_HELD		/* the owner holds permits of it already (15) */
 } DLmError;
 
 extern const char *dlm_error_message(DLmError err);
@@ -214,6 +221,12 @@ typedef struct DLmRequest
 	 * under a lease of ttl_us, for the owner's next call to resume.
 	 */
 	bool		keep_place;
+	/*
+	 * acquire, try (15): capacity > 0 asks for 'permits' (1 .. capacity) of
+	 * the counting semaphore 'names[0]'; 0: a lock (mode applies).
+	 */
+	int32_t		capacity;
+	int32_t		permits;
 } DLmRequest;
 
 /* Where a holder or waiter stands against the store. */
@@ -257,6 +270,8 @@ struct DLmOwner
 struct DLmLock
 {
 	const char *name;
+	int32_t		capacity;		/* a semaphore's (15); 0: a lock */
+	int32_t		permits_held;	/* a semaphore's permits held */
 	int32_t		nheld[DLOCK_NMODES];
 	int32_t		nwaiting[DLOCK_NMODES];
 	int32_t		nconverting[DLOCK_NMODES];
@@ -291,6 +306,7 @@ struct DLmHolder
 	int64_t		ttl_us;			/* 0: no lease */
 	/* levels granted to kept places with no call waiting, uncollected (14) */
 	int32_t		kept;
+	int32_t		permits;		/* of a semaphore (15); 0 for a lock */
 	DLmPersist	p;
 	/* private */
 	DLmLink		lock_link;
@@ -325,6 +341,7 @@ struct DLmWaiter
 	DLockTime	timeout_at;
 	int64_t		ttl_us;
 	int64_t		request;		/* the ticket of the request's first part */
+	int32_t		permits;		/* of a semaphore (15); 0 for a lock */
 	bool		keep;			/* made with keep_place (14) */
 	DLockTime	kept_until;		/* a kept place no call waits for: its lease
 								 * end (every part); 0: a call waits */
@@ -366,6 +383,8 @@ typedef struct DLmHolderRow
 	int64_t		ttl_us;
 	uint32_t	role;			/* its owner's role (the first row loaded says) */
 	int32_t		kept;			/* levels granted to kept places, uncollected (14) */
+	int32_t		capacity;		/* a semaphore's holder (15): its capacity ... */
+	int32_t		permits;		/* ... and permits; 0, 0: a lock's */
 } DLmHolderRow;
 
 /* A stored holder row into the picture (as stored: nothing to write). */
@@ -389,6 +408,8 @@ typedef struct DLmWaiterRow
 	DLockTime	kept_until;
 	int64_t		ttl_us;
 	uint32_t	role;
+	int32_t		capacity;		/* a semaphore's request (15); 0: a lock's */
+	int32_t		permits;
 } DLmWaiterRow;
 
 /* One kept request (all its parts) into the picture, before any event. */

@@ -26,6 +26,7 @@ typedef struct MOwner
 typedef struct MLock
 {
 	char	   *name;
+	int32_t		capacity;		/* a semaphore's while in use (15); 0: a lock */
 	bool		announced;		/* announced since its last new holder (8) */
 	int			nanc;
 	int			anc[DLOCK_MAX_PATH_DEPTH];	/* proper ancestors, shortest first */
@@ -46,6 +47,7 @@ typedef struct MHolder
 	int32_t		pid;			/* the session that acquired it */
 	int64_t		start;
 	int32_t		kept;			/* levels granted to kept places, uncollected (14) */
+	int32_t		permits;		/* a semaphore's (15) */
 } MHolder;
 
 typedef struct MWaiter
@@ -72,6 +74,7 @@ typedef struct MReq
 	int64_t		start;
 	int64_t		ttl;
 	bool		keep;			/* made (or resumed) with keep_place (14) */
+	int32_t		permits;		/* a semaphore request's (15); 0: a lock's */
 	DLockTime	kept_until;		/* a kept place no call waits for: its end; else 0 */
 	int64_t		kept_seq;		/* when it was kept: ties of kept_until */
 	int			nparts;
@@ -942,12 +945,21 @@ grant_group(Model *m, int r)
 	req_leave(m, r, true);
 }
 
+static void semaphore_pass(Model *m, int lock);
+
 static void
 grant_pass(Model *m, int lock)
 {
-	int		   *line = xrealloc(NULL, sizeof(int) * (size_t) (m->nwaiters + 1));
+	int		   *line;
 	int			n;
 	DLockModeMask ahead = 0;
+
+	if (m->locks[lock].capacity > 0)
+	{
+		semaphore_pass(m, lock);
+		return;
+	}
+	line = xrealloc(NULL, sizeof(int) * (size_t) (m->nwaiters + 1));
 
 	n = line_of(m, lock, true, line);
 	for (int i = 0; i < n; i++)
@@ -1357,6 +1369,12 @@ validate(const Model *m, const DLmRequest *r)
 		return DLM_ERR_BAD_REQUEST;
 	if (r->ttl_us < 0 || r->max_ttl_us < 0)
 		return DLM_ERR_BAD_REQUEST;
+	/* 15.1 */
+	if (r->capacity != 0 &&
+		(r->capacity < 0 || r->permits < 1 || r->permits > r->capacity ||
+		 !(r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY) || r->nnames != 1 ||
+		 r->names == NULL || r->names[0] == NULL || r->names[0][0] == '/'))
+		return DLM_ERR_BAD_SEMAPHORE;
 	/* 14.1 */
 	if (r->keep_place &&
 		(r->op == DLOCK_OP_TRY ||
@@ -1379,6 +1397,154 @@ validate(const Model *m, const DLmRequest *r)
 	return DLM_OK;
 }
 
+/* ---------------------------------------------------------------- */
+/* 15. Counting semaphores */
+
+static bool
+lock_in_use(const Model *m, int lock)
+{
+	for (int i = 0; i < m->nholders; i++)
+		if (m->holders[i].live && m->holders[i].lock == lock)
+			return true;
+	for (int i = 0; i < m->nwaiters; i++)
+		if (m->waiters[i].live && m->waiters[i].lock == lock)
+			return true;
+	return false;
+}
+
+static int32_t
+permits_held(const Model *m, int lock)
+{
+	int32_t		n = 0;
+
+	for (int i = 0; i < m->nholders; i++)
+		if (m->holders[i].live && m->holders[i].lock == lock)
+			n += m->holders[i].permits;
+	return n;
+}
+
+/* A new holder of permits (O holds none of this semaphore). */
+static int
+semaphore_take(Model *m, int lock, int owner, int32_t permits, int64_t ttl, int32_t pid,
+			   int64_t start, bool uncollected)
+{
+	int			h = new_holder(m);
+
+	memset(&m->holders[h], 0, sizeof(MHolder));
+	m->holders[h].live = true;
+	m->holders[h].lock = lock;
+	m->holders[h].owner = owner;
+	m->holders[h].mode = DLOCK_MODE_NL;
+	m->holders[h].count = 1;
+	m->holders[h].token = m->ticket++;
+	m->holders[h].expires_at = ttl > 0 ? m->now + ttl : 0;
+	m->holders[h].ttl = ttl > 0 ? ttl : 0;
+	m->holders[h].granted_at = m->now;
+	m->holders[h].pid = pid;
+	m->holders[h].start = start;
+	m->holders[h].kept = uncollected ? 1 : 0;
+	m->holders[h].permits = permits;
+	m->locks[lock].announced = false;
+	return h;
+}
+
+/* 15.3 */
+static void
+do_semaphore(Model *m, const DLmRequest *r, int owner)
+{
+	int			lock = lock_get(m, r->names[0]);
+	int			h;
+	bool		waiters = false;
+
+	if (!lock_in_use(m, lock))
+		m->locks[lock].capacity = r->capacity;
+	h = named_holder(m, lock, owner);
+	if (h >= 0 && m->holders[h].kept > 0)
+	{
+		m->holders[h].kept--;
+		if (r->ttl_us > 0)
+		{
+			m->holders[h].expires_at = m->now + r->ttl_us;
+			m->holders[h].ttl = r->ttl_us;
+		}
+		answer_holder(m, r->requester, h);
+		return;
+	}
+	if (h >= 0)
+	{
+		answer(m, r->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_SEMAPHORE_HELD;
+		return;
+	}
+	for (int i = 0; i < m->nwaiters; i++)
+		if (m->waiters[i].live && m->waiters[i].lock == lock)
+			waiters = true;
+	if (!waiters && permits_held(m, lock) + r->permits <= m->locks[lock].capacity)
+	{
+		h = semaphore_take(m, lock, owner, r->permits, r->ttl_us, r->pid, r->session_start,
+						   false);
+		answer_holder(m, r->requester, h);
+		return;
+	}
+	if (r->op == DLOCK_OP_TRY)
+	{
+		answer(m, r->requester, DLOCK_STATUS_REFUSED);
+		return;
+	}
+	{
+		int			q = new_req(m);
+		bool		held = false;
+
+		m->reqs[q]->requester = r->requester;
+		m->reqs[q]->op = r->op;
+		m->reqs[q]->owner = owner;
+		m->reqs[q]->pid = r->pid;
+		m->reqs[q]->start = r->session_start;
+		m->reqs[q]->ttl = r->ttl_us;
+		m->reqs[q]->keep = r->keep_place;
+		m->reqs[q]->permits = r->permits;
+		m->reqs[q]->plain = true;
+		m->reqs[q]->nnamed = 1;
+		add_part(m, q, lock, DLOCK_MODE_NL, false, -1);
+		/* 8: announced when it waits behind holders */
+		for (int i = 0; i < m->nholders; i++)
+			held = held || (m->holders[i].live && m->holders[i].lock == lock);
+		if (held)
+			announce(m, lock);
+		answer(m, r->requester, DLOCK_STATUS_QUEUED)->token = m->waiters[m->reqs[q]->parts[0]].ticket;
+	}
+}
+
+/* 15.4: waiters in ticket order while their permits fit. */
+static void
+semaphore_pass(Model *m, int lock)
+{
+	for (;;)
+	{
+		int			first = -1;
+		MReq	   *R;
+		int			h;
+
+		for (int i = 0; i < m->nwaiters; i++)
+			if (m->waiters[i].live && m->waiters[i].lock == lock &&
+				(first < 0 || m->waiters[i].ticket < m->waiters[first].ticket))
+				first = i;
+		if (first < 0)
+			return;
+		R = m->reqs[m->waiters[first].req];
+		if (permits_held(m, lock) + R->permits > m->locks[lock].capacity)
+			return;
+		req_leave(m, m->waiters[first].req, false);
+		if (named_holder(m, lock, R->owner) >= 0)
+		{
+			answer(m, R->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_SEMAPHORE_HELD;
+			continue;
+		}
+		h = semaphore_take(m, lock, R->owner, R->permits, R->ttl, R->pid, R->start,
+						   R->kept_until != 0);
+		answer_holder(m, R->requester, h);
+	}
+}
+
 /* 3. acquire, try, acquire_all */
 static void
 do_acquire(Model *m, const DLmRequest *r, int owner)
@@ -1390,7 +1556,11 @@ do_acquire(Model *m, const DLmRequest *r, int owner)
 	int			q;
 
 	for (int i = 0; i < r->nnames; i++)
+	{
 		locks[i] = lock_get(m, r->names[i]);
+		if (!lock_in_use(m, locks[i]))
+			m->locks[locks[i]].capacity = 0;	/* 15.2: a lock now */
+	}
 
 	/* 3.1 */
 	for (int i = 0; i < r->nnames; i++)
@@ -1534,7 +1704,9 @@ kept_place(const Model *m, int owner, const DLmRequest *r)
 		bool		same;
 
 		if (!R->live || R->owner != owner || R->kept_until == 0 ||
-			R->nnamed != r->nnames || m->waiters[R->parts[0]].mode != r->mode)
+			R->nnamed != r->nnames ||
+			m->waiters[R->parts[0]].mode != (r->capacity > 0 ? DLOCK_MODE_NL : r->mode) ||
+			R->permits != (r->capacity > 0 ? r->permits : 0))
 			continue;
 		same = true;
 		for (int i = 0; i < r->nnames && same; i++)
@@ -1720,6 +1892,11 @@ do_convert(Model *m, const DLmRequest *r, int owner)
 		answer(m, r->requester, DLOCK_STATUS_NOT_HELD);
 		return;
 	}
+	if (m->locks[lock].capacity > 0)
+	{
+		answer(m, r->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_IS_SEMAPHORE;
+		return;
+	}
 	if (conversion_of(m, h) >= 0)
 	{
 		answer(m, r->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_CONVERSION_WAITING;
@@ -1883,6 +2060,27 @@ model_request(Model *m, const DLmRequest *r, DLockTime now)
 			return;
 		}
 	}
+	/* 15.2: a name in use keeps its kind and capacity */
+	if (r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY || r->op == DLOCK_OP_ACQUIRE_ALL)
+		for (int i = 0; i < r->nnames; i++)
+		{
+			int			lock = lock_find(m, r->names[i]);
+			DLmError	e = DLM_OK;
+
+			if (lock < 0 || !lock_in_use(m, lock))
+				continue;
+			if (r->capacity > 0 && m->locks[lock].capacity == 0)
+				e = DLM_ERR_NOT_SEMAPHORE;
+			else if (r->capacity == 0 && m->locks[lock].capacity > 0)
+				e = DLM_ERR_IS_SEMAPHORE;
+			else if (r->capacity != m->locks[lock].capacity)
+				e = DLM_ERR_CAPACITY;
+			if (e != DLM_OK)
+			{
+				answer(m, r->requester, DLOCK_STATUS_ERROR)->error = e;
+				return;
+			}
+		}
 	/* 14.3: the owner's call resumes its kept place */
 	if ((r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_ACQUIRE_ALL) && r->owner_key)
 	{
@@ -1933,7 +2131,10 @@ model_request(Model *m, const DLmRequest *r, DLockTime now)
 		case DLOCK_OP_ACQUIRE:
 		case DLOCK_OP_TRY:
 		case DLOCK_OP_ACQUIRE_ALL:
-			do_acquire(m, r, owner);
+			if (r->capacity > 0)
+				do_semaphore(m, r, owner);
+			else
+				do_acquire(m, r, owner);
 			break;
 		case DLOCK_OP_RELEASE:
 			do_release(m, r, owner);
@@ -2100,6 +2301,14 @@ model_nlocks(const Model *m)
 	return n;
 }
 
+int32_t
+model_capacity(const Model *m, const char *name)
+{
+	int			lock = lock_find(m, name);
+
+	return lock >= 0 && lock_in_use(m, lock) ? m->locks[lock].capacity : 0;
+}
+
 DLockTime
 model_next_expiry(const Model *m)
 {
@@ -2152,6 +2361,7 @@ model_holders(const Model *m, const char *name, ModelHolderView *out, int max)
 		out[i].ttl_us = h->ttl;
 		out[i].holder_pid = h->pid;
 		out[i].kept = h->kept;
+		out[i].permits = h->permits;
 	}
 	free(idx);
 	free(key);
@@ -2187,6 +2397,7 @@ model_line(const Model *m, const char *name, ModelWaiterView *out, int max)
 				out[n].ticket = w->ticket;
 				out[n].requester = m->reqs[w->req]->requester;
 				out[n].kept_until = m->reqs[w->req]->kept_until;
+				out[n].permits = m->reqs[w->req]->permits;
 			}
 	}
 	free(idx);

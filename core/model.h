@@ -82,6 +82,7 @@ typedef struct ModelHolderView
 	int64_t		ttl_us;
 	int32_t		holder_pid;		/* the session that acquired it */
 	int32_t		kept;			/* uncollected levels (14) */
+	int32_t		permits;		/* a semaphore's (15) */
 } ModelHolderView;
 
 typedef struct ModelWaiterView
@@ -95,6 +96,7 @@ typedef struct ModelWaiterView
 	int64_t		ticket;
 	int			requester;
 	DLockTime	kept_until;		/* a kept place no call waits for (14) */
+	int32_t		permits;		/* a semaphore request's (15) */
 } ModelWaiterView;
 
 /* One waits-for edge (section 7) at the moment of a deadlock check. */
@@ -138,6 +140,8 @@ extern int64_t model_next_ticket(const Model *m);
 extern bool model_waiting(const Model *m, int requester);
 extern size_t model_nlocks(const Model *m);	/* names with a holder or waiter */
 extern DLockTime model_next_expiry(const Model *m);
+/* A semaphore's capacity while it is in use (15); 0: a lock or unused. */
+extern int32_t model_capacity(const Model *m, const char *name);
 /* Holders of a name, sorted by token; returns how many (at most max). */
 extern int	model_holders(const Model *m, const char *name,
 						  ModelHolderView *out, int max);

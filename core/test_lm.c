@@ -316,6 +316,8 @@ static int64_t req_owner_max;
 static int64_t req_role_max_bytes;
 static int64_t req_owner_max_bytes;
 static bool req_keep;			/* the next request's keep_place (14) */
+static int32_t req_capacity;	/* the next request's semaphore (15) */
+static int32_t req_permits;
 
 static DLmConfig
 config(int nreq, int64_t reserve)
@@ -582,6 +584,15 @@ check_inv(void)
 		}
 		for (int m = 0; m < DLOCK_NMODES; m++)
 			CHECK_EQ(L->nheld[m], nh[m]);
+		/* 15: a semaphore's permits held are its holders', within capacity */
+		{
+			int32_t		permits = 0;
+
+			for (DLmHolder *h = dlm_lock_holders(L); h; h = dlm_holder_next(h))
+				permits += h->permits;
+			CHECK_EQ(L->permits_held, permits);
+			CHECK(L->capacity == 0 ? permits == 0 : permits <= L->capacity);
+		}
 		for (DLmWaiter *w = dlm_lock_queue(L); w; w = dlm_waiter_next(w))
 		{
 			CHECK(w->lock == L);
@@ -675,6 +686,9 @@ submit(DLockOp op, int requester, int session, const char *key, int mode,
 	r.owner_max_bytes = req_owner_max_bytes;
 	r.keep_place = req_keep;
 	req_keep = false;
+	r.capacity = req_capacity;
+	r.permits = req_permits;
+	req_capacity = req_permits = 0;
 	begin_event();
 	dlm_request(M, &r, NOW);
 	after_event();
@@ -686,6 +700,25 @@ acq(int c, const char *key, const char *name, int mode, int64_t ttl)
 	const char *names[1] = {name};
 
 	submit(DLOCK_OP_ACQUIRE, c, c, key, mode, names, 1, ttl, 0);
+}
+
+/* permits of a semaphore (15): acquire, or try */
+static void
+sem(int c, const char *key, const char *name, int32_t capacity, int32_t permits, int64_t ttl)
+{
+	req_capacity = capacity;
+	req_permits = permits;
+	acq(c, key, name, DLOCK_MODE_NL, ttl);
+}
+
+static void try_acq(int c, const char *key, const char *name, int mode, int64_t ttl);
+
+static void
+try_sem(int c, const char *key, const char *name, int32_t capacity, int32_t permits)
+{
+	req_capacity = capacity;
+	req_permits = permits;
+	try_acq(c, key, name, DLOCK_MODE_NL, 0);
 }
 
 /* acquire with keep_place (14) */
@@ -2618,6 +2651,149 @@ test_keep_place(void)
 	teardown();
 }
 
+/* 15: counting semaphores -- capacity, strict FIFO, kinds, leases, kept places. */
+static void
+test_semaphore(void)
+{
+	static const char *const u[] = {"s", "l", "/p"};
+	static const char *const sl[] = {"l", "s"};
+	int			l5[] = {5};
+	DLmLock    *L;
+	DLmHolder  *h;
+	int64_t		t1;
+
+	setup(10, 1000000, 1);
+	use(u, 3);
+
+	/* 15.1: validation */
+	sem(0, NULL, "s", -1, 1, 0);
+	CHECK_ST(0, ERROR);
+	CHECK_EQ(recs[0].error, DLM_ERR_BAD_SEMAPHORE);
+	sem(0, NULL, "s", 3, 0, 0);
+	CHECK_EQ(recs[0].error, DLM_ERR_BAD_SEMAPHORE);
+	sem(0, NULL, "s", 3, 4, 0);
+	CHECK_EQ(recs[0].error, DLM_ERR_BAD_SEMAPHORE);
+	sem(0, NULL, "/p", 3, 1, 0);
+	CHECK_EQ(recs[0].error, DLM_ERR_BAD_SEMAPHORE);
+	req_capacity = 3;
+	req_permits = 1;
+	acqall(0, NULL, sl, 2, EX, 0);
+	CHECK_EQ(recs[0].error, DLM_ERR_BAD_SEMAPHORE);
+	CHECK(dlm_lookup(M, "s") == NULL);
+
+	/* 15.3: at most capacity permits held; a try never queues */
+	sem(0, NULL, "s", 3, 1, 0);
+	CHECK_ST(0, GRANTED);
+	t1 = recs[0].token;
+	sem(1, NULL, "s", 3, 2, 0);
+	CHECK_ST(1, GRANTED);
+	CHECK(recs[1].token > t1);
+	L = dlm_lookup(M, "s");
+	CHECK(L && L->capacity == 3 && L->permits_held == 3);
+	try_sem(2, NULL, "s", 3, 1);
+	CHECK_ST(2, REFUSED);
+	sem(2, NULL, "s", 3, 1, 0);
+	CHECK_ST(2, QUEUED);
+	rel(0, NULL, "s");
+	CHECK_ST(0, RELEASED);
+	CHECK_ST(2, GRANTED);
+	CHECK_EQ(L->permits_held, 3);
+
+	/* 15.4: strict FIFO: 3 permits at the head are not overtaken by 1 */
+	sem(3, NULL, "s", 3, 3, 0);
+	CHECK_ST(3, QUEUED);
+	sem(4, NULL, "s", 3, 1, 0);
+	CHECK_ST(4, QUEUED);
+	rel(2, NULL, "s");
+	CHECK(!ANSWERED(3) && !ANSWERED(4));	/* 2 free: not for 3, not past it */
+	try_sem(5, NULL, "s", 3, 1);
+	CHECK_ST(5, REFUSED);
+	rel(1, NULL, "s");
+	CHECK_ST(3, GRANTED);
+	CHECK(!ANSWERED(4));
+	rel(3, NULL, "s");
+	CHECK_ST(4, GRANTED);
+
+	/* 15.2: kinds and capacity */
+	sem(5, NULL, "s", 4, 1, 0);
+	CHECK_ST(5, ERROR);
+	CHECK_EQ(recs[5].error, DLM_ERR_CAPACITY);
+	acq(5, NULL, "s", EX, 0);
+	CHECK_EQ(recs[5].error, DLM_ERR_IS_SEMAPHORE);
+	try_acq(5, NULL, "s", PR, 0);
+	CHECK_EQ(recs[5].error, DLM_ERR_IS_SEMAPHORE);
+	acqall(5, NULL, sl, 2, EX, 0);
+	CHECK_EQ(recs[5].error, DLM_ERR_IS_SEMAPHORE);
+	CHECK(dlm_lookup(M, "l") == NULL || nholders("l") == 0);
+	acq(5, NULL, "l", EX, 0);
+	CHECK_ST(5, GRANTED);
+	sem(6, NULL, "l", 3, 1, 0);
+	CHECK_EQ(recs[6].error, DLM_ERR_NOT_SEMAPHORE);
+	conv(4, NULL, "s", EX);
+	CHECK_EQ(recs[4].error, DLM_ERR_IS_SEMAPHORE);
+	sem(4, NULL, "s", 3, 1, 0);
+	CHECK_EQ(recs[4].error, DLM_ERR_SEMAPHORE_HELD);
+	CHECK_EQ(L->permits_held, 1);
+	rel(4, NULL, "s");
+	rel(5, NULL, "l");
+	settle();
+	/* nobody holds or waits: the name is free for another kind or capacity */
+	acq(5, NULL, "s", EX, 0);
+	CHECK_ST(5, GRANTED);
+	rel(5, NULL, "s");
+	sem(5, NULL, "s", 5, 5, 0);
+	CHECK_ST(5, GRANTED);
+	CHECK(dlm_lookup(M, "s")->capacity == 5);
+	rel(5, NULL, "s");
+
+	/* leases give permits back; session end and release_all too */
+	sem(0, "K0", "s", 2, 2, 10);
+	CHECK_ST(0, GRANTED);
+	sem(1, NULL, "s", 2, 1, 0);
+	CHECK_ST(1, QUEUED);
+	sem(2, NULL, "s", 2, 1, 0);
+	CHECK_ST(2, QUEUED);
+	NOW += 10;
+	CHECK_EQ(expire(10), 1);
+	CHECK_ST(1, GRANTED);
+	CHECK_ST(2, GRANTED);
+	session_end(1, DLM_NOBODY);
+	relall(2, NULL);
+	CHECK_EQ(recs[2].count, 1);
+	CHECK_EQ(nholders("s"), 0);
+
+	/* 14 with 15: a kept place keeps its permits; collected once */
+	sem(0, NULL, "s", 2, 2, 0);
+	req_keep = true;
+	sem(5, "K5", "s", 2, 1, 100);
+	CHECK_ST(5, QUEUED);
+	withdraw(l5, 1);
+	CHECK_ST(5, KEPT);
+	/* another number of permits is another request */
+	req_keep = true;
+	sem(6, "K5", "s", 2, 2, 100);
+	CHECK_ST(6, QUEUED);
+	withdraw((int[]) {6}, 1);
+	CHECK_EQ(nqueue("s"), 2);
+	rel(6, "K5", "s");
+	CHECK_ST(6, RELEASED);
+	CHECK_EQ(nqueue("s"), 0);
+	req_keep = true;
+	sem(5, "K5", "s", 2, 1, 100);
+	withdraw(l5, 1);
+	rel(0, NULL, "s");
+	h = NH("s", "K5", 0);
+	CHECK(h && h->kept == 1 && h->permits == 1);
+	req_keep = true;
+	sem(7, "K5", "s", 2, 1, 100);
+	CHECK_ST(7, GRANTED);
+	CHECK(h->kept == 0 && h->count == 1);
+	sem(7, "K5", "s", 2, 1, 100);
+	CHECK_EQ(recs[7].error, DLM_ERR_SEMAPHORE_HELD);
+	relall(7, "K5");
+	teardown();
+}
+
 /* 14.7: kept places come back from the store in their order. */
 static void
 test_load_kept(void)
@@ -4047,6 +4223,7 @@ main(int argc, char **argv)
 	RUN(test_session_end);
 	RUN(test_keep_place);
 	RUN(test_load_kept);
+	RUN(test_semaphore);
 	RUN(test_expire);
 	RUN(test_announce);
 	RUN(test_batch);

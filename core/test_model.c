@@ -107,6 +107,8 @@ typedef struct Event
 	int64_t		role_max_bytes;
 	int64_t		owner_max_bytes;
 	bool		keep;			/* keep_place (14) */
+	int32_t		capacity;		/* a semaphore request (15) */
+	int32_t		permits;
 	/* withdraw */
 	int			nreqs;
 	int			reqs[NREQ];
@@ -152,6 +154,7 @@ typedef struct Stats
 	long		deadlock_steps;
 	long		events_run;		/* events fed to both (or skipped in none) */
 	long		keep_requests;	/* requests with keep_place (14) */
+	long		semaphore_requests;	/* requests for permits (15) */
 	long		spec_waiting;	/* -K spec: grantable requests left waiting */
 	long		spec_conflicts; /* -K spec: conflicting holders */
 } Stats;
@@ -409,6 +412,7 @@ typedef struct PHolder
 	int64_t		token;
 	DLockTime	expires_at;
 	int32_t		kept;
+	int32_t		permits;
 } PHolder;
 
 typedef struct PWaiter
@@ -422,11 +426,13 @@ typedef struct PWaiter
 	int64_t		ticket;
 	int			requester;
 	DLockTime	kept_until;
+	int32_t		permits;
 } PWaiter;
 
 typedef struct Pic
 {
 	bool		present[16];
+	int32_t		capacity[16];	/* a semaphore's (15); 0: a lock */
 	int			nh[16];
 	PHolder		h[16][MAXPER];
 	int			nw[16];
@@ -476,6 +482,7 @@ static void
 pic_clear(Pic *p)
 {
 	memset(p->present, 0, sizeof(p->present));
+	memset(p->capacity, 0, sizeof(p->capacity));
 	memset(p->nh, 0, sizeof(p->nh));
 	memset(p->nw, 0, sizeof(p->nw));
 	p->overflow = false;
@@ -500,6 +507,7 @@ pic_from_model(const Model *m, Pic *p)
 			nw = nw > MAXPER ? MAXPER : nw;
 		}
 		p->present[n] = nh + nw > 0;
+		p->capacity[n] = model_capacity(m, NAMES[n]);
 		p->nh[n] = nh;
 		p->nw[n] = nw;
 		for (int i = 0; i < nh; i++)
@@ -515,6 +523,7 @@ pic_from_model(const Model *m, Pic *p)
 			h->token = hv[i].token;
 			h->expires_at = hv[i].expires_at;
 			h->kept = hv[i].kept;
+			h->permits = hv[i].permits;
 		}
 		for (int i = 0; i < nw; i++)
 		{
@@ -529,6 +538,7 @@ pic_from_model(const Model *m, Pic *p)
 			w->ticket = wv[i].ticket;
 			w->requester = wv[i].requester;
 			w->kept_until = wv[i].kept_until;
+			w->permits = wv[i].permits;
 		}
 	}
 }
@@ -544,6 +554,7 @@ pic_from_core(const DLockManager *m, Pic *p)
 		if (lk == NULL)
 			continue;
 		p->present[n] = true;
+		p->capacity[n] = lk->capacity;
 		for (DLmHolder *h = dlm_lock_holders(lk); h != NULL; h = dlm_holder_next(h))
 		{
 			PHolder    *x;
@@ -563,6 +574,7 @@ pic_from_core(const DLockManager *m, Pic *p)
 			x->token = h->token;
 			x->expires_at = h->expires_at;
 			x->kept = h->kept;
+			x->permits = h->permits;
 		}
 		for (DLmWaiter *w = dlm_lock_queue(lk); w != NULL; w = dlm_waiter_next(w))
 		{
@@ -583,6 +595,7 @@ pic_from_core(const DLockManager *m, Pic *p)
 			x->ticket = w->ticket;
 			x->requester = w->requester;
 			x->kept_until = w->kept_until;
+			x->permits = w->permits;
 		}
 	}
 }
@@ -610,19 +623,20 @@ describe_name(Run *run, const char *who, const Pic *p, int n)
 		const PHolder *h = &p->h[n][i];
 
 		fail(run, CAT_NONE, "      holder %s %s%s count %d token %" PRId64 " expires %" PRId64
-			 " kept %d",
+			 " kept %d permits %d",
 			 owner_str(h->key, h->pid, h->start), dlock_mode_name(h->mode),
 			 h->implied ? " implied" : "", (int) h->count, h->token, h->expires_at,
-			 (int) h->kept);
+			 (int) h->kept, (int) h->permits);
 	}
 	for (int i = 0; i < p->nw[n]; i++)
 	{
 		const PWaiter *w = &p->w[n][i];
 
-		fail(run, CAT_NONE, "      %s %s %s%s ticket %" PRId64 " requester %d kept_until %" PRId64,
+		fail(run, CAT_NONE, "      %s %s %s%s ticket %" PRId64 " requester %d kept_until %" PRId64
+			 " permits %d",
 			 w->conv ? "conversion" : "waiter", owner_str(w->key, w->pid, w->start),
 			 dlock_mode_name(w->mode), w->implied ? " implied" : "", w->ticket,
-			 w->requester, w->kept_until);
+			 w->requester, w->kept_until, (int) w->permits);
 	}
 }
 
@@ -645,7 +659,8 @@ compare_pics(Run *run, const Pic *core, const Pic *model)
 			for (int i = 0; i < core->nh[n] && same; i++)
 				same = cmp_pholder(&ch[i], &mh[i]) == 0 &&
 					ch[i].count == mh[i].count && ch[i].token == mh[i].token &&
-					ch[i].expires_at == mh[i].expires_at && ch[i].kept == mh[i].kept;
+					ch[i].expires_at == mh[i].expires_at && ch[i].kept == mh[i].kept &&
+					ch[i].permits == mh[i].permits;
 			for (int i = 0; i < core->nw[n] && same; i++)
 			{
 				const PWaiter *a = &core->w[n][i],
@@ -654,7 +669,8 @@ compare_pics(Run *run, const Pic *core, const Pic *model)
 				same = same_owner(a->key, a->pid, a->start, b->key, b->pid, b->start) &&
 					a->mode == b->mode && a->implied == b->implied &&
 					a->conv == b->conv && a->ticket == b->ticket &&
-					a->requester == b->requester && a->kept_until == b->kept_until;
+					a->requester == b->requester && a->kept_until == b->kept_until &&
+					a->permits == b->permits;
 			}
 		}
 		if (!same)
@@ -737,6 +753,18 @@ pic_grantable(const Pic *p)
 	{
 		DLockModeMask ahead = 0;
 
+		if (p->capacity[n] > 0)
+		{
+			/* 15.4: the head, if its permits fit */
+			int32_t		held = 0;
+
+			for (int i = 0; i < p->nh[n]; i++)
+				held += p->h[n][i].permits;
+			if (p->nw[n] > 0 && held + p->w[n][0].permits <= p->capacity[n] &&
+				p->w[n][0].requester >= 0 && p->w[n][0].requester < NREQ)
+				mask |= 1u << p->w[n][0].requester;
+			continue;
+		}
 		for (int i = 0; i < p->nw[n]; i++)
 		{
 			const PWaiter *w = &p->w[n][i];
@@ -1178,6 +1206,8 @@ to_request(const Event *e, DLmRequest *r)
 	r->role_max_bytes = e->role_max_bytes;
 	r->owner_max_bytes = e->owner_max_bytes;
 	r->keep_place = e->keep;
+	r->capacity = e->capacity;
+	r->permits = e->permits;
 }
 
 /* Can the event run now?  (A requester with a waiting request asks nothing.) */
@@ -1354,6 +1384,7 @@ run_event(Run *run, const Event *e)
 
 				to_request(e, &r);
 				stats->keep_requests += e->keep;
+				stats->semaphore_requests += e->capacity != 0;
 				if (run->core)
 					dlm_request(run->core, &r, e->now);
 				model_request(run->model, &r, e->now);
@@ -1525,6 +1556,7 @@ typedef struct Gen
 	int			nsessions;
 	int32_t		next_pid;
 	int			keep_pct;		/* how often a keyed acquire keeps its place */
+	int			sem_pct;		/* how often an acquire or try is a semaphore's */
 	Event		kept[4];		/* recent keep_place requests: to resume */
 	int			nkept;
 } Gen;
@@ -1556,6 +1588,7 @@ gen_init(Gen *g, uint64_t seed)
 	g->key_pct = (int[]) {0, 20, 40, 70}[rnd(&g->rng, 4)];
 	g->ttl_pct = (int[]) {0, 30, 60}[rnd(&g->rng, 3)];
 	g->keep_pct = (int[]) {0, 30, 70}[rnd(&g->rng, 3)];
+	g->sem_pct = (int[]) {0, 0, 30, 80}[rnd(&g->rng, 4)];
 	g->nkept = 0;
 }
 
@@ -1694,6 +1727,8 @@ gen_event(Gen *g, const Model *m, Event *e)
 			e->op = k->op;
 			e->key = k->key;
 			e->mode = k->mode;
+			e->capacity = k->capacity;
+			e->permits = k->permits;
 			e->nnames = k->nnames;
 			memcpy(e->names, k->names, sizeof(e->names));
 			e->role = k->role;
@@ -1812,6 +1847,16 @@ gen_event(Gen *g, const Model *m, Event *e)
 					e->op = (DLockOp) (rnd(&g->rng, 2) ? 0 : 99);
 					break;
 			}
+		}
+		if (w < 32 && e->capacity == 0 && (e->op == DLOCK_OP_ACQUIRE || e->op == DLOCK_OP_TRY) &&
+			e->names[0][0] != '/' && rnd(&g->rng, 100) < g->sem_pct)
+		{
+			/* 15: permits of a semaphore; mostly its name's own capacity */
+			e->capacity = rnd(&g->rng, 8) == 0 ? 1 + rnd(&g->rng, 4) : 2 + (e->names[0][0] - 'a') % 2;
+			e->permits = 1 + rnd(&g->rng, e->capacity);
+			e->mode = DLOCK_MODE_NL;
+			if (rnd(&g->rng, 40) == 0)
+				e->permits = e->capacity + 1;	/* bad: more than it has */
 		}
 		if (w < 41 && !e->keep && (e->op == DLOCK_OP_ACQUIRE || e->op == DLOCK_OP_ACQUIRE_ALL) &&
 			e->key && rnd(&g->rng, 100) < g->keep_pct)
@@ -1996,6 +2041,8 @@ print_event_c(const Event *e)
 					   e->nnames > 0 ? "n" : "NULL", e->nnames);
 				if (e->keep)
 					printf(", .keep_place = true");
+				if (e->capacity)
+					printf(", .capacity = %d, .permits = %d", (int) e->capacity, (int) e->permits);
 				if (e->ttl)
 					printf(", .ttl_us = %" PRId64, e->ttl);
 				if (e->max_ttl)
@@ -2405,9 +2452,11 @@ main(int argc, char **argv)
 			if (stats->status[i])
 				printf(" %s %ld", status_name((DLockStatus) i), stats->status[i]);
 		printf("; acquire_all grants of several names %ld, leases expired %ld, announced %ld,"
-			   " deadlock cycle steps checked %ld, requests keeping their place %ld\n",
+			   " deadlock cycle steps checked %ld, requests keeping their place %ld,"
+			   " semaphore requests %ld\n",
 			   stats->group_grants, stats->expired,
-			   stats->announced, stats->deadlock_steps, stats->keep_requests);
+			   stats->announced, stats->deadlock_steps, stats->keep_requests,
+			   stats->semaphore_requests);
 		if (skip_spec)
 			printf("model: README findings let pass (-K spec): %ld grantable requests left waiting,"
 				   " %ld conflicting holder pairs\n", stats->spec_waiting, stats->spec_conflicts);
