@@ -39,6 +39,7 @@
 #define ERRCODE_DLOCK_NOT_HELD		MAKE_SQLSTATE('D','L','0','0','1')
 #define ERRCODE_DLOCK_WITHDRAWN		MAKE_SQLSTATE('D','L','0','0','2')
 #define ERRCODE_DLOCK_MODE_HELD		MAKE_SQLSTATE('D','L','0','0','3')
+#define ERRCODE_DLOCK_CAPACITY		MAKE_SQLSTATE('D','L','0','0','4')
 
 /* dlock_acquire_all: at most DLOCK_MAX_MULTI names, in at least this many bytes */
 #define DLOCK_MULTI_BYTES 8192
@@ -84,6 +85,8 @@ typedef struct DLockSlot
 	int64		max_ttl_us;		/* dlock.max_ttl of the caller; 0: none */
 	TimestampTz timeout_at;		/* 0: wait forever */
 	bool		keep_place;		/* a withdrawal keeps the place (core 14) */
+	int32		capacity;		/* a semaphore request (core 15); 0: a lock */
+	int32		permits;
 	int			name_len;		/* bytes of all names, each NUL-terminated */
 	int			nnames;			/* names, sorted and distinct */
 	int			owner_len;		/* 0: the session is the owner */

@@ -31,6 +31,8 @@
 PG_FUNCTION_INFO_V1(dlock_acquire);
 PG_FUNCTION_INFO_V1(dlock_try_acquire);
 PG_FUNCTION_INFO_V1(dlock_acquire_all);
+PG_FUNCTION_INFO_V1(dlock_semaphore);
+PG_FUNCTION_INFO_V1(dlock_try_semaphore);
 PG_FUNCTION_INFO_V1(dlock_convert);
 PG_FUNCTION_INFO_V1(dlock_release);
 PG_FUNCTION_INFO_V1(dlock_renew);
@@ -66,6 +68,8 @@ typedef struct DLockRequest
 	const char *owner;			/* NULL: the session */
 	int			owner_len;
 	bool		keep_place;		/* a wait that ends keeps its place (core 14) */
+	int32		capacity;		/* a semaphore's (core 15); 0: a lock */
+	int32		permits;
 	bool		undo;			/* release a grant this session was not told of */
 } DLockRequest;
 
@@ -393,6 +397,9 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->max_ttl_us = (int64) dlock_max_ttl_s * USECS_PER_SEC;
 	slot->timeout_at = req->timeout_at;
 	slot->keep_place = req->keep_place && !req->undo;
+	/* an undo releases: what it releases is found by name */
+	slot->capacity = req->undo ? 0 : req->capacity;
+	slot->permits = req->undo ? 0 : req->permits;
 	slot->name_len = req->name_len;
 	slot->nnames = Max(req->nnames, 1);
 	memcpy(dlock_slot_name(slot), req->name, req->name_len);
@@ -750,6 +757,32 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 									   dlock_max_locks),
 							 errhint("Release locks, or raise dlock.max_locks (about 800 bytes of the worker's memory each).")));
 					break;
+				case DLM_ERR_IS_SEMAPHORE:
+				case DLM_ERR_NOT_SEMAPHORE:
+					ereport(ERROR,
+							(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+							 errmsg("\"%s\" is a %s, not a %s", name_for_message(req),
+									reply->count == DLM_ERR_IS_SEMAPHORE ? "semaphore" : "lock",
+									reply->count == DLM_ERR_IS_SEMAPHORE ? "lock" : "semaphore"),
+							 errdetail("A name is a lock or a semaphore while anyone holds or waits for it, never both."),
+							 errhint("Use another name, or wait until nobody holds or waits for this one.")));
+					break;
+				case DLM_ERR_CAPACITY:
+					ereport(ERROR,
+							(errcode(ERRCODE_DLOCK_CAPACITY),
+							 errmsg("semaphore \"%s\" is in use with another capacity",
+									name_for_message(req)),
+							 errdetail("Its capacity is kept while anyone holds or waits for it; every caller must pass the same one."),
+							 errhint("See the capacity column of dlock.locks.")));
+					break;
+				case DLM_ERR_SEMAPHORE_HELD:
+					ereport(ERROR,
+							(errcode(ERRCODE_DLOCK_MODE_HELD),
+							 errmsg("semaphore \"%s\" is already held by this %s",
+									name_for_message(req), req->owner ? "owner" : "session"),
+							 errdetail("An owner holds one set of permits of a semaphore at a time."),
+							 errhint("Release them first, or ask for more permits at once.")));
+					break;
 				case DLM_ERR_ROLE_QUOTA:
 				case DLM_ERR_OWNER_QUOTA:
 					ereport(ERROR,
@@ -801,9 +834,12 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 	}
 }
 
-/* Fill what the acquire functions share; name_arg -1: the caller sets the names. */
+/*
+ * Fill what the acquire functions share; name_arg -1: the caller sets the
+ * names; mode_arg -1: a semaphore's (NL).
+ */
 static void
-acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg,
+acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg, int mode_arg,
 				int ttl_arg, int owner_arg, int keep_arg)
 {
 	if (name_arg >= 0)
@@ -811,7 +847,7 @@ acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg,
 		arg_name(fcinfo, name_arg, &req->name, &req->name_len);
 		dlock_check_namespace(req->name, req->name_len);
 	}
-	req->mode = arg_mode(fcinfo, 1);
+	req->mode = mode_arg >= 0 ? arg_mode(fcinfo, mode_arg) : DLOCK_MODE_NL;
 	req->ttl_us = arg_ttl_us(fcinfo, ttl_arg);
 	arg_owner(fcinfo, owner_arg, &req->owner, &req->owner_len);
 	/* a lock that outlives its session must end some day */
@@ -841,7 +877,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 	check_loaded();
 	req.op = DLOCK_OP_ACQUIRE;
-	acquire_request(fcinfo, &req, 0, 3, 4, 5);
+	acquire_request(fcinfo, &req, 0, 1, 3, 4, 5);
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
 
 	dlock_call(&req, &reply);
@@ -947,7 +983,7 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 	req.name = packed.data;
 	req.name_len = packed.len;
 	req.nnames = nunique;
-	acquire_request(fcinfo, &req, -1, 3, 4, 5);
+	acquire_request(fcinfo, &req, -1, 1, 3, 4, 5);
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
 
 	dlock_call(&req, &reply);
@@ -975,7 +1011,7 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 
 	check_loaded();
 	req.op = DLOCK_OP_TRY;
-	acquire_request(fcinfo, &req, 0, 2, 3, -1);
+	acquire_request(fcinfo, &req, 0, 1, 2, 3, -1);
 
 	dlock_call(&req, &reply);
 	report_common(&req, &reply);
@@ -984,6 +1020,80 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 	if (reply.status == DLOCK_STATUS_REFUSED)
 		PG_RETURN_NULL();
 	elog(ERROR, "unexpected dlock answer %d to try-acquire", (int) reply.status);
+	PG_RETURN_NULL();
+}
+
+/* A semaphore's capacity (capacity_arg) and permits (the next argument). */
+static void
+semaphore_args(FunctionCallInfo fcinfo, DLockRequest *req, int capacity_arg)
+{
+	if (PG_ARGISNULL(capacity_arg) || PG_ARGISNULL(capacity_arg + 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("capacity and permits must not be null")));
+	req->capacity = PG_GETARG_INT32(capacity_arg);
+	req->permits = PG_GETARG_INT32(capacity_arg + 1);
+	if (req->capacity <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("capacity must be positive")));
+	if (req->permits <= 0 || req->permits > req->capacity)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("permits must be between 1 and the capacity (%d)", req->capacity)));
+	if (dlock_name_is_path(req->name, req->name_len))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a semaphore's name cannot be a path"),
+				 errdetail("Names starting with \"/\" are hierarchical locks.")));
+}
+
+/*
+ * dlock_semaphore
+ *		Wait in strict FIFO order for permits of a counting semaphore: at most
+ *		capacity permits are held at once; the capacity is the server's
+ *		while anyone holds or waits (core/README 15).
+ */
+Datum
+dlock_semaphore(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	check_loaded();
+	req.op = DLOCK_OP_ACQUIRE;
+	acquire_request(fcinfo, &req, 0, -1, 4, 5, 6);
+	semaphore_args(fcinfo, &req, 1);
+	req.timeout_at = arg_timeout_at(fcinfo, 3);
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_GRANTED)
+		PG_RETURN_INT64(reply.token);
+	if (reply.status == DLOCK_STATUS_CANCELED || reply.status == DLOCK_STATUS_KEPT)
+		PG_RETURN_NULL();		/* timed out (its place kept) */
+	elog(ERROR, "unexpected dlock answer %d to semaphore", (int) reply.status);
+	PG_RETURN_NULL();
+}
+
+Datum
+dlock_try_semaphore(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	check_loaded();
+	req.op = DLOCK_OP_TRY;
+	acquire_request(fcinfo, &req, 0, -1, 3, 4, -1);
+	semaphore_args(fcinfo, &req, 1);
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_GRANTED)
+		PG_RETURN_INT64(reply.token);
+	if (reply.status == DLOCK_STATUS_REFUSED)
+		PG_RETURN_NULL();
+	elog(ERROR, "unexpected dlock answer %d to try-semaphore", (int) reply.status);
 	PG_RETURN_NULL();
 }
 

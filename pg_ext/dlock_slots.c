@@ -372,6 +372,8 @@ copy_request(DLockSlot *slot, int slotno, Request *r)
 	r->max_ttl_us = slot->max_ttl_us;
 	r->timeout_at = slot->timeout_at;
 	r->keep_place = slot->keep_place;
+	r->capacity = slot->capacity;
+	r->permits = slot->permits;
 	r->withdraw_after = false;
 	r->pid = slot->pid;
 	r->session_start = slot->session_start;

@@ -27,6 +27,8 @@ typedef struct Request
 	int64		max_ttl_us;		/* the caller's dlock.max_ttl; 0: none */
 	TimestampTz timeout_at;
 	bool		keep_place;
+	int32		capacity;		/* a semaphore request; 0: a lock */
+	int32		permits;
 	bool		withdraw_after; /* withdrawn before it ran: run, then withdraw */
 	int			pid;
 	TimestampTz session_start;

@@ -63,14 +63,15 @@ typedef enum StorePlan
 static const char *const plan_sql[NUM_PLANS] = {
 	[PLAN_HELD_INSERT] =
 	"INSERT INTO dlock.held (token, name, owner, pid, backend_start, mode, count,"
-	" granted_at, expires_at, ttl, implied, role, kept)"
+	" granted_at, expires_at, ttl, implied, role, kept, capacity, permits)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.int4[]),"
 	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($10::pg_catalog.interval[]), pg_catalog.unnest($11::pg_catalog.bool[]),"
-	" pg_catalog.unnest($12::pg_catalog.regrole[]), pg_catalog.unnest($13::pg_catalog.int4[]))",
+	" pg_catalog.unnest($12::pg_catalog.regrole[]), pg_catalog.unnest($13::pg_catalog.int4[]),"
+	" pg_catalog.unnest($14::pg_catalog.int4[]), pg_catalog.unnest($15::pg_catalog.int4[]))",
 	[PLAN_HELD_UPDATE] =
 	"UPDATE dlock.held h SET count = u.count, expires_at = u.expires_at, ttl = u.ttl,"
 	" token = u.token, mode = u.mode, kept = u.kept"
@@ -87,7 +88,7 @@ static const char *const plan_sql[NUM_PLANS] = {
 	"UPDATE dlock.held h SET token = u.token, name = u.name, owner = u.owner, pid = u.pid,"
 	" backend_start = u.backend_start, mode = u.mode, count = u.count,"
 	" granted_at = u.granted_at, expires_at = u.expires_at, ttl = u.ttl, implied = u.implied,"
-	" role = u.role, kept = u.kept"
+	" role = u.role, kept = u.kept, capacity = u.capacity, permits = u.permits"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.int8[]),"
 	" pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),"
@@ -95,13 +96,14 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($7::pg_catalog.text[]), pg_catalog.unnest($8::pg_catalog.int4[]),"
 	" pg_catalog.unnest($9::pg_catalog.timestamptz[]), pg_catalog.unnest($10::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($11::pg_catalog.interval[]), pg_catalog.unnest($12::pg_catalog.bool[]),"
-	" pg_catalog.unnest($13::pg_catalog.regrole[]), pg_catalog.unnest($14::pg_catalog.int4[]))"
+	" pg_catalog.unnest($13::pg_catalog.regrole[]), pg_catalog.unnest($14::pg_catalog.int4[]),"
+	" pg_catalog.unnest($15::pg_catalog.int4[]), pg_catalog.unnest($16::pg_catalog.int4[]))"
 	" AS u(old_token, token, name, owner, pid, backend_start, mode, count, granted_at,"
-	" expires_at, ttl, implied, role, kept)"
+	" expires_at, ttl, implied, role, kept, capacity, permits)"
 	" WHERE h.token OPERATOR(pg_catalog.=) u.old_token",
 	[PLAN_QUEUE_INSERT] =
 	"INSERT INTO dlock.queue (ticket, name, owner, pid, backend_start, mode, since,"
-	" timeout_at, ttl, conversion, implied, role, keep, kept_until, request)"
+	" timeout_at, ttl, conversion, implied, role, keep, kept_until, request, capacity, permits)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
@@ -109,14 +111,16 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.interval[]),"
 	" pg_catalog.unnest($10::pg_catalog.bool[]), pg_catalog.unnest($11::pg_catalog.bool[]),"
 	" pg_catalog.unnest($12::pg_catalog.regrole[]), pg_catalog.unnest($13::pg_catalog.bool[]),"
-	" pg_catalog.unnest($14::pg_catalog.timestamptz[]), pg_catalog.unnest($15::pg_catalog.int8[]))",
+	" pg_catalog.unnest($14::pg_catalog.timestamptz[]), pg_catalog.unnest($15::pg_catalog.int8[]),"
+	" pg_catalog.unnest($16::pg_catalog.int4[]), pg_catalog.unnest($17::pg_catalog.int4[]))",
 	[PLAN_QUEUE_DELETE] =
 	"DELETE FROM dlock.queue WHERE ticket OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
 	[PLAN_QUEUE_REPLACE] =
 	"UPDATE dlock.queue q SET ticket = u.ticket, name = u.name, owner = u.owner, pid = u.pid,"
 	" backend_start = u.backend_start, mode = u.mode, since = u.since,"
 	" timeout_at = u.timeout_at, ttl = u.ttl, conversion = u.conversion, implied = u.implied,"
-	" role = u.role, keep = u.keep, kept_until = u.kept_until, request = u.request"
+	" role = u.role, keep = u.keep, kept_until = u.kept_until, request = u.request,"
+	" capacity = u.capacity, permits = u.permits"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.int8[]),"
 	" pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),"
@@ -125,9 +129,10 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($9::pg_catalog.timestamptz[]), pg_catalog.unnest($10::pg_catalog.interval[]),"
 	" pg_catalog.unnest($11::pg_catalog.bool[]), pg_catalog.unnest($12::pg_catalog.bool[]),"
 	" pg_catalog.unnest($13::pg_catalog.regrole[]), pg_catalog.unnest($14::pg_catalog.bool[]),"
-	" pg_catalog.unnest($15::pg_catalog.timestamptz[]), pg_catalog.unnest($16::pg_catalog.int8[]))"
+	" pg_catalog.unnest($15::pg_catalog.timestamptz[]), pg_catalog.unnest($16::pg_catalog.int8[]),"
+	" pg_catalog.unnest($17::pg_catalog.int4[]), pg_catalog.unnest($18::pg_catalog.int4[]))"
 	" AS u(old_ticket, ticket, name, owner, pid, backend_start, mode, since, timeout_at,"
-	" ttl, conversion, implied, role, keep, kept_until, request)"
+	" ttl, conversion, implied, role, keep, kept_until, request, capacity, permits)"
 	" WHERE q.ticket OPERATOR(pg_catalog.=) u.old_ticket",
 	[PLAN_COUNTER] =
 	"UPDATE dlock.ticket_counter SET hi = $1",
@@ -136,6 +141,9 @@ static const char *const plan_sql[NUM_PLANS] = {
 static SPIPlanPtr plans[NUM_PLANS];
 
 /* A column of values being gathered for one array parameter. */
+/* Parameters of a statement at most: a row's columns and its old key. */
+#define STORE_MAX_PARAMS 24
+
 typedef struct Column
 {
 	Oid			type;
@@ -237,11 +245,12 @@ get_plan(StorePlan which, int nargs, Oid *argtypes)
 static void
 run_plan(StorePlan which, Column *cols, int ncols, int expected_rows)
 {
-	Oid			argtypes[16];
-	Datum		args[16];
+	Oid			argtypes[STORE_MAX_PARAMS];
+	Datum		args[STORE_MAX_PARAMS];
 	int			ret;
 
-	Assert(ncols <= 16);
+	if (ncols > STORE_MAX_PARAMS)
+		elog(ERROR, "dlock store statement with %d parameters", ncols);
 	for (int i = 0; i < ncols; i++)
 	{
 		argtypes[i] = get_array_type(cols[i].type);
@@ -406,7 +415,7 @@ dlock_store_load_kept(dlock_kept_cb cb)
 					" WHERE kept_until IS NULL", false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not prepare dlock.queue");
 	plan = SPI_prepare("SELECT request, ticket, name, owner, pid, backend_start, mode, since,"
-					   " kept_until, ttl, implied, role FROM dlock.queue"
+					   " kept_until, ttl, implied, role, capacity, permits FROM dlock.queue"
 					   " WHERE owner IS NOT NULL AND ttl IS NOT NULL AND kept_until IS NOT NULL"
 					   " ORDER BY request, ticket",
 					   0, NULL);
@@ -423,8 +432,8 @@ dlock_store_load_kept(dlock_kept_cb cb)
 		for (uint64 i = 0; i <= SPI_processed; i++)
 		{
 			HeapTuple	tup;
-			bool		isnull[12];
-			Datum		v[12];
+			bool		isnull[14];
+			Datum		v[14];
 			DLmWaiterRow *row;
 
 			if (i == SPI_processed)
@@ -436,7 +445,7 @@ dlock_store_load_kept(dlock_kept_cb cb)
 			else
 			{
 				tup = SPI_tuptable->vals[i];
-				for (int c = 0; c < 12; c++)
+				for (int c = 0; c < 14; c++)
 					v[c] = SPI_getbinval(tup, SPI_tuptable->tupdesc, c + 1, &isnull[c]);
 			}
 			if (n > 0 && (i == SPI_processed || DatumGetInt64(v[0]) != request))
@@ -474,6 +483,8 @@ dlock_store_load_kept(dlock_kept_cb cb)
 			row->ttl_us = interval_us(v[9]);
 			row->implied = DatumGetBool(v[10]);
 			row->role = isnull[11] ? InvalidOid : DatumGetObjectId(v[11]);
+			row->capacity = isnull[12] ? 0 : DatumGetInt32(v[12]);
+			row->permits = isnull[13] ? 0 : DatumGetInt32(v[13]);
 		}
 		if (done)
 			break;
@@ -500,7 +511,8 @@ dlock_store_load_held(dlock_held_row_cb cb)
 	SPIPlanPtr	plan;
 
 	plan = SPI_prepare("SELECT token, name, owner, pid, backend_start, mode, count,"
-					   " granted_at, expires_at, ttl, implied, role, kept FROM dlock.held", 0, NULL);
+					   " granted_at, expires_at, ttl, implied, role, kept, capacity, permits"
+					   " FROM dlock.held", 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
@@ -513,14 +525,14 @@ dlock_store_load_held(dlock_held_row_cb cb)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[i];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull[13];
-			Datum		v[13];
+			bool		isnull[15];
+			Datum		v[15];
 			char	   *name;
 			char	   *owner;
 			char	   *mode;
 			DLmHolderRow row;
 
-			for (int c = 0; c < 13; c++)
+			for (int c = 0; c < 15; c++)
 				v[c] = SPI_getbinval(tup, desc, c + 1, &isnull[c]);
 			name = TextDatumGetCString(v[1]);
 			owner = isnull[2] ? NULL : TextDatumGetCString(v[2]);
@@ -538,6 +550,8 @@ dlock_store_load_held(dlock_held_row_cb cb)
 			row.implied = DatumGetBool(v[10]);
 			row.role = isnull[11] ? InvalidOid : DatumGetObjectId(v[11]);
 			row.kept = DatumGetInt32(v[12]);
+			row.capacity = isnull[13] ? 0 : DatumGetInt32(v[13]);
+			row.permits = isnull[14] ? 0 : DatumGetInt32(v[14]);
 			cb(&row);
 			pfree(name);
 			pfree(mode);
@@ -571,6 +585,8 @@ static const Oid held_types[] = {
 	BOOLOID,					/* implied */
 	REGROLEOID,					/* role */
 	INT4OID,					/* kept */
+	INT4OID,					/* capacity */
+	INT4OID,					/* permits */
 };
 static const Oid queue_types[] = {
 	INT8OID,					/* ticket */
@@ -588,6 +604,8 @@ static const Oid queue_types[] = {
 	BOOLOID,					/* keep */
 	TIMESTAMPTZOID,				/* kept_until */
 	INT8OID,					/* request */
+	INT4OID,					/* capacity */
+	INT4OID,					/* permits */
 };
 
 /* ---------------------------------------------------------------------
@@ -812,6 +830,8 @@ queue_row(Column *q, const DLmWaiter *w)
 	column_add(&q[12], BoolGetDatum(w->keep), false);
 	column_add(&q[13], TimestampTzGetDatum(w->kept_until), w->kept_until == 0);
 	column_add(&q[14], Int64GetDatum(w->request), false);
+	column_add(&q[15], Int32GetDatum(w->lock->capacity), w->lock->capacity == 0);
+	column_add(&q[16], Int32GetDatum(w->permits), w->lock->capacity == 0);
 }
 
 /*
@@ -874,6 +894,8 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			column_add(&hi[10], BoolGetDatum(h->implied), false);
 			column_add(&hi[11], ObjectIdGetDatum(h->owner->role), false);
 			column_add(&hi[12], Int32GetDatum(h->kept), false);
+			column_add(&hi[13], Int32GetDatum(h->lock->capacity), h->lock->capacity == 0);
+			column_add(&hi[14], Int32GetDatum(h->permits), h->lock->capacity == 0);
 		}
 		else if (h->p.dirty)
 		{
@@ -963,9 +985,10 @@ write_rows(StorePlan delete, StorePlan replace, StorePlan insert,
 		   Column *gone, Column *fresh, int ncols)
 {
 	int			npairs = Min(gone[0].n, fresh[0].n);
-	Column		cols[16];
+	Column		cols[STORE_MAX_PARAMS];
 
-	Assert(ncols + 1 <= lengthof(cols));
+	if (ncols + 1 > STORE_MAX_PARAMS)
+		elog(ERROR, "dlock store statement with %d parameters", ncols + 1);
 	if (npairs > 0)
 	{
 		cols[0] = column_slice(&gone[0], 0, npairs);

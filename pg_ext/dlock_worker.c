@@ -392,6 +392,8 @@ execute(Request *r, TimestampTz now)
 	q.max_ttl_us = r->max_ttl_us;
 	q.timeout_at = r->timeout_at;
 	q.keep_place = r->keep_place;
+	q.capacity = r->capacity;
+	q.permits = r->permits;
 	q.role = r->role;
 	q.any_role = r->any_role;
 	q.role_max_locks = r->quotas.max_locks;

@@ -72,7 +72,9 @@ CREATE TABLE dlock.held (
     ttl            interval,
     implied        boolean     NOT NULL DEFAULT false, -- an intention for a path below
     role           regrole     NOT NULL,               -- whose it is: the role that took the owner
-    kept           integer     NOT NULL DEFAULT 0      -- levels granted to a kept place, not yet collected
+    kept           integer     NOT NULL DEFAULT 0,     -- levels granted to a kept place, not yet collected
+    capacity       integer,                -- a semaphore's (mode NL); NULL: a lock
+    permits        integer                 -- the permits held of it
 );
 
 -- Waiters: one row per queued request, FIFO by ticket.
@@ -91,7 +93,9 @@ CREATE TABLE dlock.queue (
     role           regrole     NOT NULL,               -- whose it is: the role that took the owner
     keep           boolean     NOT NULL DEFAULT false, -- made with keep_place
     kept_until     timestamptz,            -- a kept place no call waits for: its lease end
-    request        bigint      NOT NULL                -- the ticket of the request's first part
+    request        bigint      NOT NULL,               -- the ticket of the request's first part
+    capacity       integer,                -- a semaphore's (mode NL); NULL: a lock
+    permits        integer                 -- the permits asked for
 );
 
 /*
@@ -168,19 +172,21 @@ CREATE TRIGGER quotas_changed
 REVOKE ALL ON dlock.grants, dlock.quotas FROM PUBLIC;
 
 CREATE VIEW dlock.locks AS
-SELECT h.name, h.mode, true AS granted, NULL::integer AS position,
+SELECT h.name, CASE WHEN h.capacity IS NULL THEN h.mode ELSE 'semaphore' END AS mode,
+       true AS granted, NULL::integer AS position,
        dlock.shown_owner(h.owner, h.role) AS owner, h.pid, h.backend_start, h.token, h.count,
        h.granted_at AS since, h.expires_at, NULL::timestamptz AS timeout_at,
-       false AS conversion, h.implied, h.owner IS NOT NULL AS keyed, h.role
+       false AS conversion, h.implied, h.owner IS NOT NULL AS keyed, h.role,
+       h.permits, h.capacity
   FROM dlock.held h
  WHERE dlock.visible(h.name, h.role)
 UNION ALL
-SELECT q.name, q.mode, false, q.position,
+SELECT q.name, CASE WHEN q.capacity IS NULL THEN q.mode ELSE 'semaphore' END, false, q.position,
        dlock.shown_owner(q.owner, q.role),
        CASE WHEN q.kept_until IS NULL THEN q.pid END,
        CASE WHEN q.kept_until IS NULL THEN q.backend_start END, q.ticket, NULL::integer,
        q.since, q.kept_until, q.timeout_at, q.conversion, q.implied,
-       q.owner IS NOT NULL, q.role
+       q.owner IS NOT NULL, q.role, q.permits, q.capacity
   FROM (SELECT q.*,
                (pg_catalog.row_number() OVER (PARTITION BY q.name
                                               ORDER BY q.conversion DESC, q.ticket))::integer
@@ -277,6 +283,48 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION dlock_new_owner() IS
     'a random 128-bit owner key in hex, for locks that outlive a connection';
 
+CREATE FUNCTION dlock_semaphore(name text,
+                                capacity integer,
+                                permits integer DEFAULT 1,
+                                timeout interval DEFAULT NULL,
+                                ttl interval DEFAULT NULL,
+                                owner text DEFAULT NULL,
+                                keep_place boolean DEFAULT false)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_semaphore'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_semaphore(text, integer, integer, interval, interval, text, boolean) IS
+    'wait in strict FIFO order for permits of a counting semaphore of this capacity; fencing token, or NULL when timeout passes';
+
+CREATE FUNCTION dlock_try_semaphore(name text,
+                                    capacity integer,
+                                    permits integer DEFAULT 1,
+                                    ttl interval DEFAULT NULL,
+                                    owner text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_try_semaphore'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_try_semaphore(text, integer, integer, interval, text) IS
+    'take permits of a counting semaphore only if they are free and nobody waits; fencing token or NULL';
+
+-- Permits free now: the capacity less the permits held (leases that ran out
+-- are free); NULL when nobody holds or waits (the name has no capacity then)
+-- or the name is a lock.  As dlock.locks shows it to the caller.
+CREATE FUNCTION dlock_semaphore_available(name text)
+RETURNS integer
+AS $available$
+    SELECT (max(l.capacity) OPERATOR(pg_catalog.-)
+            coalesce(sum(l.permits) FILTER (WHERE l.granted
+                AND (l.expires_at IS NULL
+                     OR l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())), 0))::integer
+      FROM dlock.locks l
+     WHERE l.name OPERATOR(pg_catalog.=) $1 AND l.capacity IS NOT NULL
+$available$
+LANGUAGE sql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION dlock_semaphore_available(text) IS
+    'permits of a semaphore free now; NULL when nobody holds or waits for it';
+
 CREATE FUNCTION dlock_check(name text, token bigint)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'dlock_check'
@@ -315,7 +363,10 @@ REVOKE EXECUTE ON FUNCTION
     dlock_new_owner(),
     dlock_manager_pid(),
     dlock_check(text, bigint),
-    dlock_holder(text)
+    dlock_holder(text),
+    dlock_semaphore(text, integer, integer, interval, interval, text, boolean),
+    dlock_try_semaphore(text, integer, integer, interval, text),
+    dlock_semaphore_available(text)
   FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
     dlock_acquire(text, text, interval, interval, text, boolean),
@@ -328,9 +379,13 @@ GRANT EXECUTE ON FUNCTION
     dlock_new_owner(),
     dlock_manager_pid(),
     dlock_check(text, bigint),
-    dlock_holder(text)
+    dlock_holder(text),
+    dlock_semaphore(text, integer, integer, interval, interval, text, boolean),
+    dlock_try_semaphore(text, integer, integer, interval, text),
+    dlock_semaphore_available(text)
   TO dlock_user;
-GRANT EXECUTE ON FUNCTION dlock_manager_pid(), dlock_holder(text) TO dlock_monitor;
+GRANT EXECUTE ON FUNCTION dlock_manager_pid(), dlock_holder(text), dlock_semaphore_available(text)
+    TO dlock_monitor;
 
 -- Namespaces (dlock.grants); run as the extension's owner, for dlock_admin.
 CREATE FUNCTION dlock_grant(prefix text, role regrole)
