@@ -60,6 +60,8 @@ struct DLockManager
 	DLmOwner   *empty_owners;
 	DLmLock    *notify,
 			   *notify_tail;
+	DLmLock    *leaders,
+			   *leaders_tail;	/* elections whose leader changed (16) */
 
 	/* the event */
 	DLmLock    *scan,
@@ -162,13 +164,17 @@ dlm_error_message(DLmError err)
 		case DLM_ERR_BAD_SEMAPHORE:
 			return "a semaphore needs a capacity above 0, 1 to capacity permits and one name that is not a path";
 		case DLM_ERR_IS_SEMAPHORE:
-			return "the name is a semaphore, not a lock";
-		case DLM_ERR_NOT_SEMAPHORE:
-			return "the name is a lock, not a semaphore";
+			return "the name is a semaphore";
+		case DLM_ERR_IS_LOCK:
+			return "the name is a lock";
 		case DLM_ERR_CAPACITY:
 			return "the semaphore is in use with another capacity";
-		case DLM_ERR_SEMAPHORE_HELD:
-			return "the owner holds permits of this semaphore already";
+		case DLM_ERR_HELD_ONCE:
+			return "the owner holds it already (a semaphore's permits, an election's lead)";
+		case DLM_ERR_IS_ELECTION:
+			return "the name is a leader election";
+		case DLM_ERR_BAD_ELECTION:
+			return "a campaign needs one name that is not a path, mode EX and a value of at most 1024 bytes";
 	}
 	return "unknown error";
 }
@@ -525,6 +531,40 @@ touch_waiter(DLockManager *m, DLmWaiter *w)
 	m->touched_w_tail = w;
 }
 
+/* A leader's or a campaign's value (16), in the manager's memory. */
+static char *
+value_copy(DLockManager *m, const char *value)
+{
+	size_t		len = strlen(value);
+	char	   *copy = alloc0(m, len + 1);
+
+	if (copy)
+		memcpy(copy, value, len);
+	return copy;
+}
+
+static void
+value_free(DLockManager *m, char *value)
+{
+	if (value)
+		mem_free(m, value, strlen(value) + 1);
+}
+
+/* An election's leader or its value changed (16): announce it, once. */
+static void
+leader_changed(DLockManager *m, DLmLock *l)
+{
+	if (!l->election || l->leader_listed)
+		return;
+	l->leader_listed = true;
+	l->leader_next = NULL;
+	if (m->leaders_tail)
+		m->leaders_tail->leader_next = l;
+	else
+		m->leaders = l;
+	m->leaders_tail = l;
+}
+
 /* The row must be updated; what an owner key holds must survive a crash. */
 static void
 holder_changed(DLockManager *m, DLmHolder *h)
@@ -668,6 +708,7 @@ holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, bool implied,
 		count_named(m, o, l, 1);
 	l->nheld[mode]++;
 	l->announced = false;		/* a new holder has not been told (8) */
+	leader_changed(m, l);
 	holder_changed(m, h);
 	recheck_later(m, o);
 	return h;
@@ -751,6 +792,7 @@ holder_remove(DLockManager *m, DLmHolder *h)
 		count_named(m, h->owner, h->lock, -1);
 	h->lock->nheld[h->mode]--;
 	h->lock->permits_held -= h->permits;
+	leader_changed(m, h->lock);
 	dlm_heap_remove(&m->leases, h);
 	h->p.dead = true;
 	touch_holder(m, h);
@@ -979,6 +1021,8 @@ enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 	w->request = w->ticket;		/* a group's parts: set to its first's */
 	w->keep = r->keep_place;
 	w->permits = r->capacity > 0 ? r->permits : 0;
+	if (r->election && (w->value = value_copy(m, r->value)) == NULL)
+		m->broken = true;		/* the picture is loaded again */
 	if (converting)
 	{
 		dlm_list_push_tail(&l->converts, &w->lock_link);
@@ -1157,7 +1201,7 @@ semaphore_pass(DLockManager *m, DLmLock *l, DLockTime now)
 		{
 			/* the owner got permits meanwhile, with another request */
 			waiter_remove(m, w);
-			answer_error(m, requester, DLM_ERR_SEMAPHORE_HELD);
+			answer_error(m, requester, DLM_ERR_HELD_ONCE);
 			continue;
 		}
 		h = semaphore_take(m, l, w->owner, w->permits, w->ttl_us, w->pid,
@@ -1257,7 +1301,15 @@ grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 		}
 		/* the owner may have got it meanwhile, with another request */
 		own = named_holder(m, l, w->owner);
-		if (own && !dlock_mode_covers(own->mode, w->mode))
+		if (own && l->election)
+		{
+			/* 16.3: an election is led once */
+			int			requester = w->requester;
+
+			waiter_remove(m, w);
+			answer_error(m, requester, DLM_ERR_HELD_ONCE);
+		}
+		else if (own && !dlock_mode_covers(own->mode, w->mode))
 		{
 			answer(m, w->requester, DLOCK_STATUS_MODE_HELD, 0, 0, own->mode);
 			waiter_remove(m, w);
@@ -1269,6 +1321,12 @@ grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 									  w->pid, w->backend_start, now, false,
 									  w->kept_until != 0);
 
+			if (h && l->election)
+			{
+				/* 16.3: the new leader publishes its campaign's value */
+				h->value = w->value;
+				w->value = NULL;
+			}
 			waiter_remove(m, w);
 			if (h)
 				answer_granted(m, requester, h);
@@ -1639,6 +1697,19 @@ resume(DLockManager *m, const DLmRequest *r, DLmWaiter *first)
 		w->p.dirty = true;
 		touch_waiter(m, w);
 	}
+	if (r->election)
+	{
+		/* 16.3: it campaigns with the value of the call that resumes it */
+		char	   *copy = value_copy(m, r->value);
+
+		if (copy == NULL)
+		{
+			m->broken = true;
+			return;
+		}
+		value_free(m, first->value);
+		first->value = copy;
+	}
 	m->waiting[r->requester] = first;
 	answer(m, r->requester, DLOCK_STATUS_QUEUED, first->ticket, 0, 0);
 }
@@ -1698,7 +1769,10 @@ do_semaphore(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 	if (l == NULL)
 		return;
 	if (!lock_in_use(l))
+	{
 		l->capacity = r->capacity;	/* kept while anyone holds or waits */
+		l->election = false;
+	}
 	own = named_holder(m, l, o);
 	if (own && own->kept > 0)
 	{
@@ -1710,7 +1784,7 @@ do_semaphore(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 		answer_granted(m, r->requester, own);
 	}
 	else if (own)
-		answer_error(m, r->requester, DLM_ERR_SEMAPHORE_HELD);
+		answer_error(m, r->requester, DLM_ERR_HELD_ONCE);
 	else if (dlm_list_empty(&l->waiters) && l->permits_held + r->permits <= l->capacity)
 	{
 		DLmHolder  *h = semaphore_take(m, l, o, r->permits, r->ttl_us, r->pid,
@@ -1727,6 +1801,93 @@ do_semaphore(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 
 		if (w)
 			queued(m, w);
+	}
+}
+
+/* A leader's value replaced (16.3, 16.4): its row is written, durably. */
+static void
+set_value(DLockManager *m, DLmHolder *h, const char *value)
+{
+	char	   *copy;
+
+	if (h->value && strcmp(h->value, value) == 0)
+		return;
+	if ((copy = value_copy(m, value)) == NULL)
+	{
+		m->broken = true;
+		return;
+	}
+	value_free(m, h->value);
+	h->value = copy;
+	leader_changed(m, h->lock);
+	holder_changed(m, h);
+}
+
+/* 16.3: a campaign for the lead of an election (its kind checked, 15.2) */
+static void
+do_campaign(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
+{
+	DLmLock    *l = lock_get(m, r->names[0], strlen(r->names[0]));
+	DLmHolder  *own;
+
+	if (l == NULL)
+		return;
+	if (!lock_in_use(l))
+	{
+		l->election = true;
+		l->capacity = 0;
+	}
+	own = named_holder(m, l, o);
+	if (own && own->kept > 0)
+	{
+		/* 14.4: the lead its kept place won, collected, with this value */
+		own->kept--;
+		if (r->ttl_us > 0)
+			holder_set_lease(m, own, r->ttl_us, now);
+		holder_changed(m, own);
+		set_value(m, own, r->value);
+		answer_granted(m, r->requester, own);
+	}
+	else if (own)
+		answer_error(m, r->requester, DLM_ERR_HELD_ONCE);
+	else if (dlm_list_empty(&l->holders) && dlm_list_empty(&l->waiters) &&
+			 dlm_list_empty(&l->converts))
+	{
+		DLmHolder  *h = take_name(m, l, o, DLOCK_MODE_EX, r->ttl_us, r->pid,
+								  r->session_start, now, false, false);
+
+		if (h)
+		{
+			set_value(m, h, r->value);
+			answer_granted(m, r->requester, h);
+		}
+	}
+	else if (r->op == DLOCK_OP_TRY)
+		answer(m, r->requester, DLOCK_STATUS_REFUSED, 0, 0, 0);
+	else
+	{
+		DLmWaiter  *w = enqueue(m, r, o, l, NULL, DLOCK_MODE_EX, false, now);
+
+		if (w)
+			queued(m, w);
+	}
+}
+
+/* 16.4: the leader's new value */
+static void
+do_proclaim(DLockManager *m, const DLmRequest *r, DLmOwner *o)
+{
+	DLmLock    *l = lock_find(m, r->names[0], strlen(r->names[0]));
+	DLmHolder  *h = l && o ? named_holder(m, l, o) : NULL;
+
+	if (h == NULL)
+		answer(m, r->requester, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
+	else if (!l->election)
+		answer_error(m, r->requester, l->capacity > 0 ? DLM_ERR_IS_SEMAPHORE : DLM_ERR_IS_LOCK);
+	else
+	{
+		set_value(m, h, r->value);
+		answer_granted(m, r->requester, h);
 	}
 }
 
@@ -1747,7 +1908,10 @@ do_acquire(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 		if (locks[i] == NULL)
 			return;
 		if (!lock_in_use(locks[i]))
-			locks[i]->capacity = 0;	/* a lock now (15.2) */
+		{
+			locks[i]->capacity = 0; /* a lock now (15.2) */
+			locks[i]->election = false;
+		}
 		own = named_holder(m, locks[i], o);
 		if (own && !dlock_mode_covers(own->mode, r->mode))
 		{
@@ -1905,9 +2069,10 @@ do_convert(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 		answer(m, r->requester, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
 		return;
 	}
-	if (l->capacity > 0)
+	if (l->capacity > 0 || l->election)
 	{
-		answer_error(m, r->requester, DLM_ERR_IS_SEMAPHORE);	/* 15.5 */
+		/* 15.2, 16.2 */
+		answer_error(m, r->requester, l->election ? DLM_ERR_IS_ELECTION : DLM_ERR_IS_SEMAPHORE);
 		return;
 	}
 	if (h->conversion)
@@ -2038,12 +2203,12 @@ check_request(const DLockManager *m, const DLmRequest *r)
 	int			max_names = (r->op == DLOCK_OP_ACQUIRE_ALL || r->op == DLOCK_OP_RELEASE) ?
 		DLOCK_MAX_MULTI : 1;
 
-	if (r->op < DLOCK_OP_ACQUIRE || r->op > DLOCK_OP_ACQUIRE_ALL)
+	if (r->op < DLOCK_OP_ACQUIRE || r->op > DLOCK_OP_PROCLAIM)
 		return DLM_ERR_BAD_REQUEST;
 	/* nobody to answer, or to withdraw it: only what never waits */
 	if (r->requester == DLM_NOBODY ?
 		!(r->op == DLOCK_OP_RELEASE || r->op == DLOCK_OP_RELEASE_ALL ||
-		  r->op == DLOCK_OP_RENEW || r->op == DLOCK_OP_TRY) :
+		  r->op == DLOCK_OP_RENEW || r->op == DLOCK_OP_TRY || r->op == DLOCK_OP_PROCLAIM) :
 		(r->requester < 0 || r->requester >= m->cfg.nrequesters ||
 		 m->waiting[r->requester] != NULL))
 		return DLM_ERR_BAD_REQUEST;
@@ -2051,6 +2216,13 @@ check_request(const DLockManager *m, const DLmRequest *r)
 		return DLM_ERR_BAD_REQUEST;
 	if (r->ttl_us < 0 || r->max_ttl_us < 0)
 		return DLM_ERR_BAD_REQUEST;
+	/* 16.1 */
+	if ((r->election || r->op == DLOCK_OP_PROCLAIM) &&
+		(r->value == NULL || bounded_len(r->value, DLOCK_MAX_VALUE_LEN) > DLOCK_MAX_VALUE_LEN ||
+		 r->nnames != 1 || r->names == NULL || r->names[0] == NULL ||
+		 (r->election && (r->capacity != 0 || r->mode != DLOCK_MODE_EX || r->names[0][0] == '/' ||
+						  !(r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY)))))
+		return DLM_ERR_BAD_ELECTION;
 	if (r->capacity != 0 &&
 		(r->capacity < 0 || r->permits < 1 || r->permits > r->capacity ||
 		 !(r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY) || r->nnames != 1 ||
@@ -2193,10 +2365,12 @@ dlm_request(DLockManager *m, const DLmRequest *r, DLockTime now)
 			err = DLM_OK;
 			if (l == NULL || !lock_in_use(l))
 				continue;
-			if (r->capacity > 0 && l->capacity == 0)
-				err = DLM_ERR_NOT_SEMAPHORE;
-			else if (r->capacity == 0 && l->capacity > 0)
+			if (l->election && !r->election)
+				err = DLM_ERR_IS_ELECTION;
+			else if (l->capacity > 0 && r->capacity == 0)
 				err = DLM_ERR_IS_SEMAPHORE;
+			else if (l->capacity == 0 && !l->election && (r->capacity > 0 || r->election))
+				err = DLM_ERR_IS_LOCK;
 			else if (r->capacity != l->capacity)
 				err = DLM_ERR_CAPACITY;
 			if (err != DLM_OK)
@@ -2250,8 +2424,13 @@ dlm_request(DLockManager *m, const DLmRequest *r, DLockTime now)
 			case DLOCK_OP_ACQUIRE_ALL:
 				if (r->capacity > 0)
 					do_semaphore(m, r, o, now);
+				else if (r->election)
+					do_campaign(m, r, o, now);
 				else
 					do_acquire(m, r, o, now);
+				break;
+			case DLOCK_OP_PROCLAIM:
+				do_proclaim(m, r, o);
 				break;
 			case DLOCK_OP_RELEASE:
 				do_release(m, r, o, now);
@@ -2452,6 +2631,12 @@ dlm_notified_locks(const DLockManager *m)
 	return m->notify;
 }
 
+DLmLock *
+dlm_leader_changes(const DLockManager *m)
+{
+	return m->leaders;
+}
+
 void
 dlm_settle(DLockManager *m)
 {
@@ -2470,7 +2655,10 @@ dlm_settle(DLockManager *m)
 	{
 		hn = h->touched_next;
 		if (h->p.dead)
+		{
+			value_free(m, h->value);
 			mem_free(m, h, sizeof(DLmHolder));
+		}
 		else
 		{
 			h->p.stored = true;
@@ -2485,7 +2673,10 @@ dlm_settle(DLockManager *m)
 	{
 		wn = w->touched_next;
 		if (w->p.dead)
+		{
+			value_free(m, w->value);
 			mem_free(m, w, sizeof(DLmWaiter));
+		}
 		else
 		{
 			w->p.stored = true;
@@ -2502,6 +2693,13 @@ dlm_settle(DLockManager *m)
 		l->notify_next = NULL;
 	}
 	m->notify = m->notify_tail = NULL;
+	for (l = m->leaders; l; l = ln)
+	{
+		ln = l->leader_next;
+		l->leader_listed = false;
+		l->leader_next = NULL;
+	}
+	m->leaders = m->leaders_tail = NULL;
 	for (l = m->empty_locks; l; l = ln)
 	{
 		ln = l->empty_next;
@@ -2606,6 +2804,11 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 	if (row == NULL || row->name == NULL || row->mode < 0 || row->mode >= DLOCK_NMODES ||
 		row->count < 1 || row->ttl_us < 0 || row->kept < 0 || row->kept > row->count)
 		return DLM_ERR_BAD_REQUEST;
+	/* a leader (16): a named EX holder of a flat name, one level */
+	if (row->value != NULL &&
+		(row->mode != DLOCK_MODE_EX || row->implied || row->count != 1 || row->capacity != 0 ||
+		 row->name[0] == '/' || bounded_len(row->value, DLOCK_MAX_VALUE_LEN) > DLOCK_MAX_VALUE_LEN))
+		return DLM_ERR_BAD_ELECTION;
 	/* a semaphore's holder: NL, one level, 1 .. capacity permits, a flat name */
 	if (row->capacity != 0 &&
 		(row->capacity < 0 || row->permits < 1 || row->permits > row->capacity ||
@@ -2627,14 +2830,17 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 		return DLM_ERR_NO_MEMORY;
 	if (row->implied ? implied_holder(m, l, o, row->mode) != NULL : named_holder(m, l, o) != NULL)
 		return DLM_ERR_BAD_REQUEST;
-	if (lock_in_use(l) ? l->capacity != row->capacity : false)
+	if (lock_in_use(l) ? (l->capacity != row->capacity || l->election != (row->value != NULL)) : false)
 		return DLM_ERR_CAPACITY;
 	if (l->permits_held + row->permits > row->capacity && row->capacity > 0)
 		return DLM_ERR_CAPACITY;
 	l->capacity = row->capacity;
+	l->election = row->value != NULL;
 	h = holder_add(m, l, o, row->mode, row->implied, row->token, row->pid,
 				   row->backend_start, row->granted_at);
 	if (h == NULL)
+		return DLM_ERR_NO_MEMORY;
+	if (row->value && (h->value = value_copy(m, row->value)) == NULL)
 		return DLM_ERR_NO_MEMORY;
 	h->permits = row->capacity > 0 ? row->permits : 0;
 	l->permits_held += h->permits;
@@ -2691,10 +2897,15 @@ dlm_load_kept(DLockManager *m, const DLmWaiterRow *rows, int n)
 			(n != 1 || row->capacity < 0 || row->permits < 1 || row->permits > row->capacity ||
 			 row->mode != DLOCK_MODE_NL || row->implied || row->name[0] == '/'))
 			return DLM_ERR_BAD_SEMAPHORE;
+		if (row->value != NULL &&
+			(n != 1 || row->mode != DLOCK_MODE_EX || row->implied || row->capacity != 0 ||
+			 row->name[0] == '/' || bounded_len(row->value, DLOCK_MAX_VALUE_LEN) > DLOCK_MAX_VALUE_LEN))
+			return DLM_ERR_BAD_ELECTION;
 		{
 			DLmLock    *l = lock_find(m, row->name, len);
 
-			if (l && lock_in_use(l) && l->capacity != row->capacity)
+			if (l && lock_in_use(l) &&
+				(l->capacity != row->capacity || l->election != (row->value != NULL)))
 				return DLM_ERR_CAPACITY;
 		}
 	}
@@ -2726,8 +2937,13 @@ dlm_load_kept(DLockManager *m, const DLmWaiterRow *rows, int n)
 		r.ttl_us = row->ttl_us;
 		r.capacity = row->capacity;
 		r.permits = row->permits;
+		r.election = row->value != NULL;
+		r.value = row->value;
 		if (!lock_in_use(l))
+		{
 			l->capacity = row->capacity;
+			l->election = row->value != NULL;
+		}
 		/* its own ticket, not the counter's */
 		if (row->ticket >= m->next_ticket)
 		{

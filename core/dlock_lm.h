@@ -52,7 +52,8 @@ typedef enum DLockOp
 	DLOCK_OP_RENEW,
 	DLOCK_OP_RELEASE_ALL,
 	DLOCK_OP_CONVERT,			/* change the mode of a held lock */
-	DLOCK_OP_ACQUIRE_ALL		/* several names, all or none */
+	DLOCK_OP_ACQUIRE_ALL,		/* several names, all or none */
+	DLOCK_OP_PROCLAIM			/* a leader's new value (16) */
 } DLockOp;
 
 /* Answers: one list for both databases, each words them its own way. */
@@ -99,11 +100,18 @@ typedef enum DLmError
 	DLM_ERR_BAD_SEMAPHORE,		/* capacity or permits out of range, or a
 								 * semaphore request that is not one flat
 								 * name (15) */
-	DLM_ERR_IS_SEMAPHORE,		/* a lock request on a semaphore's name (15) */
-	DLM_ERR_NOT_SEMAPHORE,		/* a semaphore request on a lock's name (15) */
+	DLM_ERR_IS_SEMAPHORE,		/* the name is a semaphore: not for this request (15) */
+	DLM_ERR_IS_LOCK,			/* the name is a lock: not for this request (15) */
 	DLM_ERR_CAPACITY,			/* the semaphore is in use with another capacity (15) */
-	DLM_ERR_SEMAPHORE_HELD		/* the owner holds permits of it already (15) */
+	DLM_ERR_HELD_ONCE,			/* the owner holds it already: a semaphore's
+								 * permits, an election's lead (15, 16) */
+	DLM_ERR_IS_ELECTION,		/* the name is a leader election (16) */
+	DLM_ERR_BAD_ELECTION		/* a campaign that is not one flat name in EX
+								 * with a value of at most DLOCK_MAX_VALUE_LEN (16) */
 } DLmError;
+
+/* A leader's value (16), bytes. */
+#define DLOCK_MAX_VALUE_LEN 1024
 
 extern const char *dlm_error_message(DLmError err);
 
@@ -227,6 +235,12 @@ typedef struct DLmRequest
 	 */
 	int32_t		capacity;
 	int32_t		permits;
+	/*
+	 * acquire, try (16): a campaign for the lead of the election names[0]
+	 * (mode EX), publishing 'value'; proclaim: the leader's new value.
+	 */
+	bool		election;
+	const char *value;
 } DLmRequest;
 
 /* Where a holder or waiter stands against the store. */
@@ -272,6 +286,7 @@ struct DLmLock
 	const char *name;
 	int32_t		capacity;		/* a semaphore's (15); 0: a lock */
 	int32_t		permits_held;	/* a semaphore's permits held */
+	bool		election;		/* a leader election's (16) */
 	int32_t		nheld[DLOCK_NMODES];
 	int32_t		nwaiting[DLOCK_NMODES];
 	int32_t		nconverting[DLOCK_NMODES];
@@ -284,8 +299,10 @@ struct DLmLock
 	bool		maybe_empty;
 	bool		notify_listed;
 	bool		scan_listed;
+	bool		leader_listed;
 	DLmLock    *empty_next;
 	DLmLock    *notify_next;
+	DLmLock    *leader_next;	/* dlm_leader_changes */
 	DLmLock    *scan_next;
 	size_t		name_len;
 };
@@ -307,6 +324,7 @@ struct DLmHolder
 	/* levels granted to kept places with no call waiting, uncollected (14) */
 	int32_t		kept;
 	int32_t		permits;		/* of a semaphore (15); 0 for a lock */
+	char	   *value;			/* a leader's (16); NULL otherwise */
 	DLmPersist	p;
 	/* private */
 	DLmLink		lock_link;
@@ -342,6 +360,7 @@ struct DLmWaiter
 	int64_t		ttl_us;
 	int64_t		request;		/* the ticket of the request's first part */
 	int32_t		permits;		/* of a semaphore (15); 0 for a lock */
+	char	   *value;			/* a campaign's (16); NULL otherwise */
 	bool		keep;			/* made with keep_place (14) */
 	DLockTime	kept_until;		/* a kept place no call waits for: its lease
 								 * end (every part); 0: a call waits */
@@ -385,6 +404,7 @@ typedef struct DLmHolderRow
 	int32_t		kept;			/* levels granted to kept places, uncollected (14) */
 	int32_t		capacity;		/* a semaphore's holder (15): its capacity ... */
 	int32_t		permits;		/* ... and permits; 0, 0: a lock's */
+	const char *value;			/* a leader's (16): an election's; NULL: not */
 } DLmHolderRow;
 
 /* A stored holder row into the picture (as stored: nothing to write). */
@@ -410,6 +430,7 @@ typedef struct DLmWaiterRow
 	uint32_t	role;
 	int32_t		capacity;		/* a semaphore's request (15); 0: a lock's */
 	int32_t		permits;
+	const char *value;			/* a campaign's (16); NULL: not one */
 } DLmWaiterRow;
 
 /* One kept request (all its parts) into the picture, before any event. */
@@ -456,6 +477,8 @@ extern DLmWaiter *dlm_touched_waiters(const DLockManager *m);	/* ->touched_next 
 extern bool dlm_counter_dirty(const DLockManager *m, int64_t *hi);
 extern bool dlm_batch_durable(const DLockManager *m);
 extern DLmLock *dlm_notified_locks(const DLockManager *m);	/* ->notify_next */
+/* Elections whose leader or its value changed (16) (adapter: NOTIFY dlock_leader). */
+extern DLmLock *dlm_leader_changes(const DLockManager *m);	/* ->leader_next */
 /* The store has the changes: rows match, dead objects and empty locks go. */
 extern void dlm_settle(DLockManager *m);
 

@@ -613,10 +613,10 @@ make_bad(DLmRequest *q, const char **names, unsigned *allowed, bool *answerable,
 	{
 		case 0:
 			{
-				static const int badops[] = {0, 8, 9, 100, -1, INT_MAX, INT_MIN};
+				static const int badops[] = {0, 9, 10, 100, -1, INT_MAX, INT_MIN};
 
 				q->op = (DLockOp) (rnd(8) < 7 ? badops[rnd(7)] : (int) rng());
-				if (q->op >= DLOCK_OP_ACQUIRE && q->op <= DLOCK_OP_ACQUIRE_ALL)
+				if (q->op >= DLOCK_OP_ACQUIRE && q->op <= DLOCK_OP_PROCLAIM)
 					q->op = DLOCK_OP_NONE;
 				*allowed = E(DLM_ERR_BAD_REQUEST);
 				*kind = "unknown op";

@@ -27,6 +27,9 @@ typedef struct MLock
 {
 	char	   *name;
 	int32_t		capacity;		/* a semaphore's while in use (15); 0: a lock */
+	bool		election;		/* a leader election's while in use (16) */
+	int64_t		was_token;		/* its leader before the event (0: none) ... */
+	char		was_value[DLOCK_MAX_VALUE_LEN + 1]; /* ... and its value */
 	bool		announced;		/* announced since its last new holder (8) */
 	int			nanc;
 	int			anc[DLOCK_MAX_PATH_DEPTH];	/* proper ancestors, shortest first */
@@ -48,6 +51,8 @@ typedef struct MHolder
 	int64_t		start;
 	int32_t		kept;			/* levels granted to kept places, uncollected (14) */
 	int32_t		permits;		/* a semaphore's (15) */
+	bool		has_value;		/* a leader (16) ... */
+	char		value[DLOCK_MAX_VALUE_LEN + 1]; /* ... and its value */
 } MHolder;
 
 typedef struct MWaiter
@@ -75,6 +80,8 @@ typedef struct MReq
 	int64_t		ttl;
 	bool		keep;			/* made (or resumed) with keep_place (14) */
 	int32_t		permits;		/* a semaphore request's (15); 0: a lock's */
+	bool		election;		/* a campaign (16) ... */
+	char		value[DLOCK_MAX_VALUE_LEN + 1]; /* ... and its value */
 	DLockTime	kept_until;		/* a kept place no call waits for: its end; else 0 */
 	int64_t		kept_seq;		/* when it was kept: ties of kept_until */
 	int			nparts;
@@ -416,6 +423,23 @@ new_holder(Model *m)
 			return i;
 	GROW(m->holders, m->nholders, m->cholders);
 	return m->nholders++;
+}
+
+static void
+set_value(Model *m, int h, const char *value)
+{
+	m->holders[h].has_value = true;
+	strcpy(m->holders[h].value, value);
+}
+
+/* The leader of lock (16): its live holder with a value, or -1. */
+static int
+leader_of(const Model *m, int lock)
+{
+	for (int i = 0; i < m->nholders; i++)
+		if (m->holders[i].live && m->holders[i].lock == lock && m->holders[i].has_value)
+			return i;
+	return -1;
 }
 
 static int
@@ -1015,6 +1039,12 @@ grant_pass(Model *m, int lock)
 				int			mode = W->mode;
 
 				req_leave(m, r, false);
+				if (h >= 0 && m->locks[lock].election)
+				{
+					/* 16.3: led once */
+					answer(m, R->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_HELD_ONCE;
+					continue;
+				}
 				if (h >= 0 && !dlock_mode_covers(m->holders[h].mode, mode))
 				{
 					ModelAnswer *a = answer(m, R->requester, DLOCK_STATUS_MODE_HELD);
@@ -1026,6 +1056,8 @@ grant_pass(Model *m, int lock)
 				}
 				h = take(m, lock, R->owner, mode, R->ttl, R->pid, R->start,
 						 false, R->kept_until != 0);
+				if (R->election)
+					set_value(m, h, R->value);
 				answer_granted(m, R->requester, R->op, &h, 1, true);
 				continue;
 			}
@@ -1354,7 +1386,7 @@ validate(const Model *m, const DLmRequest *r)
 {
 	bool		names_needed;
 
-	if (r->op < DLOCK_OP_ACQUIRE || r->op > DLOCK_OP_ACQUIRE_ALL)
+	if (r->op < DLOCK_OP_ACQUIRE || r->op > DLOCK_OP_PROCLAIM)
 		return DLM_ERR_BAD_REQUEST;
 	if (r->requester != DLM_NOBODY &&
 		(r->requester < 0 || r->requester >= m->nrequesters))
@@ -1369,6 +1401,13 @@ validate(const Model *m, const DLmRequest *r)
 		return DLM_ERR_BAD_REQUEST;
 	if (r->ttl_us < 0 || r->max_ttl_us < 0)
 		return DLM_ERR_BAD_REQUEST;
+	/* 16.1 */
+	if ((r->election || r->op == DLOCK_OP_PROCLAIM) &&
+		(r->value == NULL || strlen(r->value) > DLOCK_MAX_VALUE_LEN || r->nnames != 1 ||
+		 r->names == NULL || r->names[0] == NULL ||
+		 (r->election && (r->capacity != 0 || r->mode != DLOCK_MODE_EX || r->names[0][0] == '/' ||
+						  !(r->op == DLOCK_OP_ACQUIRE || r->op == DLOCK_OP_TRY)))))
+		return DLM_ERR_BAD_ELECTION;
 	/* 15.1 */
 	if (r->capacity != 0 &&
 		(r->capacity < 0 || r->permits < 1 || r->permits > r->capacity ||
@@ -1457,7 +1496,10 @@ do_semaphore(Model *m, const DLmRequest *r, int owner)
 	bool		waiters = false;
 
 	if (!lock_in_use(m, lock))
+	{
 		m->locks[lock].capacity = r->capacity;
+		m->locks[lock].election = false;
+	}
 	h = named_holder(m, lock, owner);
 	if (h >= 0 && m->holders[h].kept > 0)
 	{
@@ -1472,7 +1514,7 @@ do_semaphore(Model *m, const DLmRequest *r, int owner)
 	}
 	if (h >= 0)
 	{
-		answer(m, r->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_SEMAPHORE_HELD;
+		answer(m, r->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_HELD_ONCE;
 		return;
 	}
 	for (int i = 0; i < m->nwaiters; i++)
@@ -1536,12 +1578,99 @@ semaphore_pass(Model *m, int lock)
 		req_leave(m, m->waiters[first].req, false);
 		if (named_holder(m, lock, R->owner) >= 0)
 		{
-			answer(m, R->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_SEMAPHORE_HELD;
+			answer(m, R->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_HELD_ONCE;
 			continue;
 		}
 		h = semaphore_take(m, lock, R->owner, R->permits, R->ttl, R->pid, R->start,
 						   R->kept_until != 0);
 		answer_holder(m, R->requester, h);
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* 16. Leader election */
+
+
+/* 16.3 */
+static void
+do_campaign(Model *m, const DLmRequest *r, int owner)
+{
+	int			lock = lock_get(m, r->names[0]);
+	int			h;
+	bool		busy = false;
+
+	if (!lock_in_use(m, lock))
+	{
+		m->locks[lock].election = true;
+		m->locks[lock].capacity = 0;
+	}
+	h = named_holder(m, lock, owner);
+	if (h >= 0 && m->holders[h].kept > 0)
+	{
+		m->holders[h].kept--;
+		if (r->ttl_us > 0)
+		{
+			m->holders[h].expires_at = m->now + r->ttl_us;
+			m->holders[h].ttl = r->ttl_us;
+		}
+		set_value(m, h, r->value);
+		answer_holder(m, r->requester, h);
+		return;
+	}
+	if (h >= 0)
+	{
+		answer(m, r->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_HELD_ONCE;
+		return;
+	}
+	busy = lock_in_use(m, lock);
+	if (!busy)
+	{
+		h = take(m, lock, owner, DLOCK_MODE_EX, r->ttl_us, r->pid, r->session_start,
+				 false, false);
+		set_value(m, h, r->value);
+		answer_holder(m, r->requester, h);
+		return;
+	}
+	if (r->op == DLOCK_OP_TRY)
+	{
+		answer(m, r->requester, DLOCK_STATUS_REFUSED);
+		return;
+	}
+	{
+		int			q = new_req(m);
+
+		m->reqs[q]->requester = r->requester;
+		m->reqs[q]->op = r->op;
+		m->reqs[q]->owner = owner;
+		m->reqs[q]->pid = r->pid;
+		m->reqs[q]->start = r->session_start;
+		m->reqs[q]->ttl = r->ttl_us;
+		m->reqs[q]->keep = r->keep_place;
+		m->reqs[q]->election = true;
+		strcpy(m->reqs[q]->value, r->value);
+		m->reqs[q]->plain = true;
+		m->reqs[q]->nnamed = 1;
+		add_part(m, q, lock, DLOCK_MODE_EX, false, -1);
+		queued(m, q);
+	}
+}
+
+/* 16.4 */
+static void
+do_proclaim(Model *m, const DLmRequest *r, int owner)
+{
+	int			lock = lock_find(m, r->names[0]);
+	int			h = lock >= 0 && owner >= 0 ? named_holder(m, lock, owner) : -1;
+
+	if (h < 0)
+		answer(m, r->requester, DLOCK_STATUS_NOT_HELD);
+	else if (!m->locks[lock].election)
+		answer(m, r->requester, DLOCK_STATUS_ERROR)->error =
+			m->locks[lock].capacity > 0 ? DLM_ERR_IS_SEMAPHORE : DLM_ERR_IS_LOCK;
+	else
+	{
+		set_value(m, h, r->value);
+		answer_holder(m, r->requester, h);
 	}
 }
 
@@ -1559,7 +1688,10 @@ do_acquire(Model *m, const DLmRequest *r, int owner)
 	{
 		locks[i] = lock_get(m, r->names[i]);
 		if (!lock_in_use(m, locks[i]))
+		{
 			m->locks[locks[i]].capacity = 0;	/* 15.2: a lock now */
+			m->locks[locks[i]].election = false;
+		}
 	}
 
 	/* 3.1 */
@@ -1892,9 +2024,10 @@ do_convert(Model *m, const DLmRequest *r, int owner)
 		answer(m, r->requester, DLOCK_STATUS_NOT_HELD);
 		return;
 	}
-	if (m->locks[lock].capacity > 0)
+	if (m->locks[lock].capacity > 0 || m->locks[lock].election)
 	{
-		answer(m, r->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_IS_SEMAPHORE;
+		answer(m, r->requester, DLOCK_STATUS_ERROR)->error =
+			m->locks[lock].election ? DLM_ERR_IS_ELECTION : DLM_ERR_IS_SEMAPHORE;
 		return;
 	}
 	if (conversion_of(m, h) >= 0)
@@ -1959,7 +2092,16 @@ begin_event(Model *m, DLockTime now)
 {
 	m->now = now;
 	m->nanswers = 0;
+	/* 16: what the event changes of the leaders is seen against this */
+	for (int i = 0; i < m->nlocks; i++)
+	{
+		int			h = leader_of(m, i);
+
+		m->locks[i].was_token = h >= 0 ? m->holders[h].token : 0;
+		strcpy(m->locks[i].was_value, h >= 0 ? m->holders[h].value : "");
+	}
 }
+
 
 void
 model_set_limits(Model *m, int64_t max_objects, int max_parts)
@@ -2069,10 +2211,13 @@ model_request(Model *m, const DLmRequest *r, DLockTime now)
 
 			if (lock < 0 || !lock_in_use(m, lock))
 				continue;
-			if (r->capacity > 0 && m->locks[lock].capacity == 0)
-				e = DLM_ERR_NOT_SEMAPHORE;
-			else if (r->capacity == 0 && m->locks[lock].capacity > 0)
+			if (m->locks[lock].election && !r->election)
+				e = DLM_ERR_IS_ELECTION;
+			else if (m->locks[lock].capacity > 0 && r->capacity == 0)
 				e = DLM_ERR_IS_SEMAPHORE;
+			else if (m->locks[lock].capacity == 0 && !m->locks[lock].election &&
+					 (r->capacity > 0 || r->election))
+				e = DLM_ERR_IS_LOCK;
 			else if (r->capacity != m->locks[lock].capacity)
 				e = DLM_ERR_CAPACITY;
 			if (e != DLM_OK)
@@ -2098,6 +2243,8 @@ model_request(Model *m, const DLmRequest *r, DLockTime now)
 			R->ttl = r->ttl_us;
 			R->keep = r->keep_place;
 			R->op = r->op;
+			if (r->election)
+				strcpy(R->value, r->value);
 			answer(m, r->requester, DLOCK_STATUS_QUEUED)->token = req_ticket(m, q);
 			drain(m);
 			return;
@@ -2133,8 +2280,13 @@ model_request(Model *m, const DLmRequest *r, DLockTime now)
 		case DLOCK_OP_ACQUIRE_ALL:
 			if (r->capacity > 0)
 				do_semaphore(m, r, owner);
+			else if (r->election)
+				do_campaign(m, r, owner);
 			else
 				do_acquire(m, r, owner);
+			break;
+		case DLOCK_OP_PROCLAIM:
+			do_proclaim(m, r, owner);
 			break;
 		case DLOCK_OP_RELEASE:
 			do_release(m, r, owner);
@@ -2301,6 +2453,23 @@ model_nlocks(const Model *m)
 	return n;
 }
 
+int
+model_leader_changes(const Model *m, const char **out, int max)
+{
+	int			n = 0;
+
+	for (int i = 0; i < m->nlocks && n < max; i++)
+	{
+		int			h = leader_of(m, i);
+		int64_t		token = h >= 0 ? m->holders[h].token : 0;
+
+		if (token != m->locks[i].was_token ||
+			(h >= 0 && strcmp(m->holders[h].value, m->locks[i].was_value) != 0))
+			out[n++] = m->locks[i].name;
+	}
+	return n;
+}
+
 int32_t
 model_capacity(const Model *m, const char *name)
 {
@@ -2362,6 +2531,7 @@ model_holders(const Model *m, const char *name, ModelHolderView *out, int max)
 		out[i].holder_pid = h->pid;
 		out[i].kept = h->kept;
 		out[i].permits = h->permits;
+		out[i].value = h->has_value ? h->value : NULL;
 	}
 	free(idx);
 	free(key);

@@ -83,6 +83,7 @@ typedef struct ModelHolderView
 	int32_t		holder_pid;		/* the session that acquired it */
 	int32_t		kept;			/* uncollected levels (14) */
 	int32_t		permits;		/* a semaphore's (15) */
+	const char *value;			/* a leader's (16); NULL otherwise */
 } ModelHolderView;
 
 typedef struct ModelWaiterView
@@ -140,6 +141,8 @@ extern int64_t model_next_ticket(const Model *m);
 extern bool model_waiting(const Model *m, int requester);
 extern size_t model_nlocks(const Model *m);	/* names with a holder or waiter */
 extern DLockTime model_next_expiry(const Model *m);
+/* Names whose leader or its value the last event changed (16), lock order. */
+extern int	model_leader_changes(const Model *m, const char **out, int max);
 /* A semaphore's capacity while it is in use (15); 0: a lock or unused. */
 extern int32_t model_capacity(const Model *m, const char *name);
 /* Holders of a name, sorted by token; returns how many (at most max). */

@@ -318,6 +318,7 @@ static int64_t req_owner_max_bytes;
 static bool req_keep;			/* the next request's keep_place (14) */
 static int32_t req_capacity;	/* the next request's semaphore (15) */
 static int32_t req_permits;
+static const char *req_value;	/* the next request's campaign value (16) */
 
 static DLmConfig
 config(int nreq, int64_t reserve)
@@ -689,6 +690,9 @@ submit(DLockOp op, int requester, int session, const char *key, int mode,
 	r.capacity = req_capacity;
 	r.permits = req_permits;
 	req_capacity = req_permits = 0;
+	r.election = req_value != NULL && op != DLOCK_OP_PROCLAIM;
+	r.value = req_value;
+	req_value = NULL;
 	begin_event();
 	dlm_request(M, &r, NOW);
 	after_event();
@@ -719,6 +723,37 @@ try_sem(int c, const char *key, const char *name, int32_t capacity, int32_t perm
 	req_capacity = capacity;
 	req_permits = permits;
 	try_acq(c, key, name, DLOCK_MODE_NL, 0);
+}
+
+/* a campaign (16) and a leader's new value */
+static void
+campaign(int c, const char *key, const char *name, const char *value, int64_t ttl)
+{
+	req_value = value;
+	acq(c, key, name, DLOCK_MODE_EX, ttl);
+}
+
+static void
+proclaim(int c, const char *key, const char *name, const char *value)
+{
+	const char *names[1] = {name};
+
+	req_value = value;
+	submit(DLOCK_OP_PROCLAIM, c, c, key, 0, names, 1, 0, 0);
+}
+
+/* The names whose leader changed in the last batch, as "a,b," */
+static const char *
+leader_changes(void)
+{
+	static char buf[256];
+	size_t		n = 0;
+
+	buf[0] = '\0';
+	for (DLmLock *l = dlm_leader_changes(M); l && n + strlen(l->name) + 2 < sizeof(buf);
+		 l = l->leader_next)
+		n += (size_t) snprintf(buf + n, sizeof(buf) - n, "%s,", l->name);
+	return buf;
 }
 
 /* acquire with keep_place (14) */
@@ -2728,11 +2763,11 @@ test_semaphore(void)
 	acq(5, NULL, "l", EX, 0);
 	CHECK_ST(5, GRANTED);
 	sem(6, NULL, "l", 3, 1, 0);
-	CHECK_EQ(recs[6].error, DLM_ERR_NOT_SEMAPHORE);
+	CHECK_EQ(recs[6].error, DLM_ERR_IS_LOCK);
 	conv(4, NULL, "s", EX);
 	CHECK_EQ(recs[4].error, DLM_ERR_IS_SEMAPHORE);
 	sem(4, NULL, "s", 3, 1, 0);
-	CHECK_EQ(recs[4].error, DLM_ERR_SEMAPHORE_HELD);
+	CHECK_EQ(recs[4].error, DLM_ERR_HELD_ONCE);
 	CHECK_EQ(L->permits_held, 1);
 	rel(4, NULL, "s");
 	rel(5, NULL, "l");
@@ -2789,8 +2824,145 @@ test_semaphore(void)
 	CHECK_ST(7, GRANTED);
 	CHECK(h->kept == 0 && h->count == 1);
 	sem(7, "K5", "s", 2, 1, 100);
-	CHECK_EQ(recs[7].error, DLM_ERR_SEMAPHORE_HELD);
+	CHECK_EQ(recs[7].error, DLM_ERR_HELD_ONCE);
 	relall(7, "K5");
+	teardown();
+}
+
+/* 16: leader election -- one leader, its value, FIFO successors, kinds. */
+static void
+test_election(void)
+{
+	static const char *const u[] = {"e", "l", "s", "/e"};
+	static const char *const two[] = {"e", "l"};
+	char		big[DLOCK_MAX_VALUE_LEN + 2];
+	DLmHolder  *h;
+	DLmHolderRow row;
+
+	setup(10, 1000000, 1);
+	use(u, 4);
+	memset(big, 'v', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+
+	/* 16.1 */
+	campaign(0, NULL, "/e", "x", 0);
+	CHECK_EQ(recs[0].error, DLM_ERR_BAD_ELECTION);
+	campaign(0, NULL, "e", big, 0);
+	CHECK_EQ(recs[0].error, DLM_ERR_BAD_ELECTION);
+	big[DLOCK_MAX_VALUE_LEN] = '\0';	/* 1024 bytes: fine */
+	req_value = "x";
+	acq(0, NULL, "e", PR, 0);
+	CHECK_EQ(recs[0].error, DLM_ERR_BAD_ELECTION);
+	req_value = "x";
+	acqall(0, NULL, two, 2, EX, 0);
+	CHECK_EQ(recs[0].error, DLM_ERR_BAD_ELECTION);
+	proclaim(0, NULL, "e", NULL);
+	CHECK_EQ(recs[0].error, DLM_ERR_BAD_ELECTION);
+	CHECK(dlm_lookup(M, "e") == NULL);
+
+	/* 16.3: the first leads, with its value; the others wait in order */
+	autosettle = false;
+	campaign(0, "A", "e", "a:1", 100);
+	CHECK_ST(0, GRANTED);
+	CHECK(strcmp(leader_changes(), "e,") == 0);
+	CHECK(dlm_batch_durable(M));
+	settle();
+	h = NH("e", "A", 0);
+	CHECK(h && h->value && strcmp(h->value, "a:1") == 0 && h->mode == EX);
+	campaign(1, "B", "e", "b:1", 100);
+	CHECK_ST(1, QUEUED);
+	campaign(2, "C", "e", big, 100);
+	CHECK_ST(2, QUEUED);
+	CHECK(strcmp(leader_changes(), "") == 0);
+	settle();
+
+	/* 16.4: the leader proclaims; nobody else may */
+	proclaim(0, "A", "e", "a:2");
+	CHECK_ST(0, GRANTED);
+	CHECK(strcmp(h->value, "a:2") == 0);
+	CHECK(strcmp(leader_changes(), "e,") == 0);
+	CHECK(h->p.dirty);
+	settle();
+	proclaim(0, "A", "e", "a:2");	/* the same value: no change */
+	CHECK_ST(0, GRANTED);
+	CHECK(strcmp(leader_changes(), "") == 0);
+	proclaim(3, "B", "e", "b:2");
+	CHECK_ST(3, NOT_HELD);
+	autosettle = true;
+
+	/* 16.2: kinds */
+	acq(3, NULL, "e", EX, 0);
+	CHECK_EQ(recs[3].error, DLM_ERR_IS_ELECTION);
+	sem(3, NULL, "e", 2, 1, 0);
+	CHECK_EQ(recs[3].error, DLM_ERR_IS_ELECTION);
+	acq(3, NULL, "l", EX, 0);
+	campaign(4, NULL, "l", "x", 0);
+	CHECK_EQ(recs[4].error, DLM_ERR_IS_LOCK);
+	proclaim(3, NULL, "l", "x");
+	CHECK_EQ(recs[3].error, DLM_ERR_IS_LOCK);
+	sem(4, NULL, "s", 2, 1, 0);
+	campaign(5, NULL, "s", "x", 0);
+	CHECK_EQ(recs[5].error, DLM_ERR_IS_SEMAPHORE);
+	conv(0, "A", "e", PR);
+	CHECK_EQ(recs[0].error, DLM_ERR_IS_ELECTION);
+	campaign(0, "A", "e", "again", 100);
+	CHECK_EQ(recs[0].error, DLM_ERR_HELD_ONCE);
+	rel(3, NULL, "l");
+	rel(4, NULL, "s");
+
+	/* resigning hands the lead on in order, with the successor's value */
+	autosettle = false;
+	rel(0, "A", "e");
+	CHECK_ST(1, GRANTED);
+	CHECK(strcmp(leader_changes(), "e,") == 0);
+	settle();
+	autosettle = true;
+	h = NH("e", "B", 0);
+	CHECK(h && strcmp(h->value, "b:1") == 0);
+	/* a lease that runs out ends the lead */
+	NOW += 100;
+	CHECK_EQ(expire(10), 1);
+	CHECK_ST(2, GRANTED);
+	h = NH("e", "C", 0);
+	CHECK(h && strlen(h->value) == DLOCK_MAX_VALUE_LEN);
+
+	/* 14 with 16: a kept campaign resumed with a new value */
+	req_keep = true;
+	campaign(5, "D", "e", "d:1", 100);
+	CHECK_ST(5, QUEUED);
+	withdraw((int[]) {5}, 1);
+	CHECK_ST(5, KEPT);
+	req_keep = true;
+	campaign(6, "D", "e", "d:2", 100);
+	CHECK_ST(6, QUEUED);
+	relall(2, "C");
+	CHECK_ST(6, GRANTED);
+	h = NH("e", "D", 0);
+	CHECK(h && strcmp(h->value, "d:2") == 0);
+	session_end(6, DLM_NOBODY);
+	CHECK(NH("e", "D", 0) != NULL);	/* keyed: the lead outlives the session */
+	relall(6, "D");
+	CHECK(dlm_lookup(M, "e") == NULL || nholders("e") == 0);
+
+	/* 16.5: loading a leader */
+	memset(&row, 0, sizeof(row));
+	row.name = "e";
+	row.owner_key = "L";
+	row.mode = EX;
+	row.count = 1;
+	row.token = 900;
+	row.value = "l:1";
+	CHECK_EQ(dlm_load_holder(M, &row), DLM_OK);
+	CHECK(NH("e", "L", 0) && strcmp(NH("e", "L", 0)->value, "l:1") == 0);
+	campaign(7, NULL, "e", "x", 0);
+	CHECK_ST(7, QUEUED);
+	acq(8, NULL, "e", EX, 0);
+	CHECK_EQ(recs[8].error, DLM_ERR_IS_ELECTION);
+	relall(8, "L");
+	CHECK_ST(7, GRANTED);
+	relall(7, NULL);
+	row.mode = PR;
+	CHECK_EQ(dlm_load_holder(M, &row), DLM_ERR_BAD_ELECTION);
 	teardown();
 }
 
@@ -4224,6 +4396,7 @@ main(int argc, char **argv)
 	RUN(test_keep_place);
 	RUN(test_load_kept);
 	RUN(test_semaphore);
+	RUN(test_election);
 	RUN(test_expire);
 	RUN(test_announce);
 	RUN(test_batch);

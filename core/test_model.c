@@ -60,6 +60,11 @@ static const char *const KEYS[] = {"k1", "k2"};
 
 /* Bad input, one defect per request. */
 static const char *const BAD_NAMES[] = {"", "/", "/p/", "//x", "/p//q"};
+/* A leader's values (16): short ones, the longest allowed, one too long. */
+static char VALUE_MAX[DLOCK_MAX_VALUE_LEN + 1];
+static char VALUE_OVER[DLOCK_MAX_VALUE_LEN + 2];
+static const char *const VALUES[] = {"v1", "v2", "", "host:5432", VALUE_MAX, "v1", "v2", VALUE_OVER};
+#define NVALUES ((int) (sizeof(VALUES) / sizeof(VALUES[0])))
 static const char *const BAD_KEYS[] = {"", "k\001"};
 
 /*
@@ -109,6 +114,8 @@ typedef struct Event
 	bool		keep;			/* keep_place (14) */
 	int32_t		capacity;		/* a semaphore request (15) */
 	int32_t		permits;
+	bool		election;		/* a campaign (16) */
+	const char *value;			/* a campaign's or a proclaim's, static */
 	/* withdraw */
 	int			nreqs;
 	int			reqs[NREQ];
@@ -155,6 +162,7 @@ typedef struct Stats
 	long		events_run;		/* events fed to both (or skipped in none) */
 	long		keep_requests;	/* requests with keep_place (14) */
 	long		semaphore_requests;	/* requests for permits (15) */
+	long		leader_changes; /* leaders or values that changed (16) */
 	long		spec_waiting;	/* -K spec: grantable requests left waiting */
 	long		spec_conflicts; /* -K spec: conflicting holders */
 } Stats;
@@ -413,6 +421,7 @@ typedef struct PHolder
 	DLockTime	expires_at;
 	int32_t		kept;
 	int32_t		permits;
+	const char *value;
 } PHolder;
 
 typedef struct PWaiter
@@ -524,6 +533,7 @@ pic_from_model(const Model *m, Pic *p)
 			h->expires_at = hv[i].expires_at;
 			h->kept = hv[i].kept;
 			h->permits = hv[i].permits;
+			h->value = hv[i].value;
 		}
 		for (int i = 0; i < nw; i++)
 		{
@@ -575,6 +585,7 @@ pic_from_core(const DLockManager *m, Pic *p)
 			x->expires_at = h->expires_at;
 			x->kept = h->kept;
 			x->permits = h->permits;
+			x->value = h->value;
 		}
 		for (DLmWaiter *w = dlm_lock_queue(lk); w != NULL; w = dlm_waiter_next(w))
 		{
@@ -623,10 +634,10 @@ describe_name(Run *run, const char *who, const Pic *p, int n)
 		const PHolder *h = &p->h[n][i];
 
 		fail(run, CAT_NONE, "      holder %s %s%s count %d token %" PRId64 " expires %" PRId64
-			 " kept %d permits %d",
+			 " kept %d permits %d value %.20s",
 			 owner_str(h->key, h->pid, h->start), dlock_mode_name(h->mode),
 			 h->implied ? " implied" : "", (int) h->count, h->token, h->expires_at,
-			 (int) h->kept, (int) h->permits);
+			 (int) h->kept, (int) h->permits, h->value ? h->value : "(none)");
 	}
 	for (int i = 0; i < p->nw[n]; i++)
 	{
@@ -660,7 +671,9 @@ compare_pics(Run *run, const Pic *core, const Pic *model)
 				same = cmp_pholder(&ch[i], &mh[i]) == 0 &&
 					ch[i].count == mh[i].count && ch[i].token == mh[i].token &&
 					ch[i].expires_at == mh[i].expires_at && ch[i].kept == mh[i].kept &&
-					ch[i].permits == mh[i].permits;
+					ch[i].permits == mh[i].permits &&
+					(ch[i].value == NULL ? mh[i].value == NULL :
+					 mh[i].value != NULL && strcmp(ch[i].value, mh[i].value) == 0);
 			for (int i = 0; i < core->nw[n] && same; i++)
 			{
 				const PWaiter *a = &core->w[n][i],
@@ -1208,6 +1221,8 @@ to_request(const Event *e, DLmRequest *r)
 	r->keep_place = e->keep;
 	r->capacity = e->capacity;
 	r->permits = e->permits;
+	r->election = e->election;
+	r->value = e->value;
 }
 
 /* Can the event run now?  (A requester with a waiting request asks nothing.) */
@@ -1469,6 +1484,28 @@ run_event(Run *run, const Event *e)
 		if (ncore != nn && run->category != CAT_NOTIFY)
 			fail(run, CAT_NOTIFY, "  the core announced %d locks, the model %d", ncore, nn);
 
+		/* 16: leader changes, the same set of names */
+		{
+			const char *ml[16];
+			int			nml = model_leader_changes(run->model, ml, 16);
+			int			ncl = 0;
+
+			for (DLmLock *l = dlm_leader_changes(run->core); l != NULL && ncl <= 100;
+				 l = l->leader_next)
+			{
+				bool		found = false;
+
+				ncl++;
+				for (int i = 0; i < nml; i++)
+					found = found || strcmp(ml[i], l->name) == 0;
+				if (!found)
+					fail(run, CAT_NOTIFY, "  the core changed the leader of %s, the model did not", l->name);
+			}
+			if (ncl != nml && run->category != CAT_NOTIFY)
+				fail(run, CAT_NOTIFY, "  leader changes: the core %d, the model %d", ncl, nml);
+			stats->leader_changes += nml;
+		}
+
 		/* the counter: every ticket handed out is below the stored block */
 		if (dlm_counter_dirty(run->core, &hi))
 		{
@@ -1557,6 +1594,7 @@ typedef struct Gen
 	int32_t		next_pid;
 	int			keep_pct;		/* how often a keyed acquire keeps its place */
 	int			sem_pct;		/* how often an acquire or try is a semaphore's */
+	int			elect_pct;		/* how often an acquire or try is a campaign */
 	Event		kept[4];		/* recent keep_place requests: to resume */
 	int			nkept;
 } Gen;
@@ -1589,6 +1627,7 @@ gen_init(Gen *g, uint64_t seed)
 	g->ttl_pct = (int[]) {0, 30, 60}[rnd(&g->rng, 3)];
 	g->keep_pct = (int[]) {0, 30, 70}[rnd(&g->rng, 3)];
 	g->sem_pct = (int[]) {0, 0, 30, 80}[rnd(&g->rng, 4)];
+	g->elect_pct = (int[]) {0, 0, 30, 80}[rnd(&g->rng, 4)];
 	g->nkept = 0;
 }
 
@@ -1729,6 +1768,8 @@ gen_event(Gen *g, const Model *m, Event *e)
 			e->mode = k->mode;
 			e->capacity = k->capacity;
 			e->permits = k->permits;
+			e->election = k->election;
+			e->value = k->election ? VALUES[rnd(&g->rng, NVALUES)] : NULL;
 			e->nnames = k->nnames;
 			memcpy(e->names, k->names, sizeof(e->names));
 			e->role = k->role;
@@ -1858,6 +1899,25 @@ gen_event(Gen *g, const Model *m, Event *e)
 			if (rnd(&g->rng, 40) == 0)
 				e->permits = e->capacity + 1;	/* bad: more than it has */
 		}
+		if (w < 32 && e->capacity == 0 && (e->op == DLOCK_OP_ACQUIRE || e->op == DLOCK_OP_TRY) &&
+			e->names[0][0] != '/' && rnd(&g->rng, 100) < g->elect_pct)
+		{
+			/* 16: a campaign for the lead */
+			e->election = true;
+			e->mode = DLOCK_MODE_EX;
+			e->value = VALUES[rnd(&g->rng, NVALUES)];
+			if (rnd(&g->rng, 40) == 0)
+				e->mode = DLOCK_MODE_PR;	/* bad: a campaign is EX */
+		}
+		else if (w >= 70 && w < 75 && rnd(&g->rng, 3) == 0)
+		{
+			/* 16.4: a new value, by the leader mostly */
+			e->op = DLOCK_OP_PROCLAIM;
+			e->mode = 0;
+			e->ttl = 0;
+			e->max_ttl = 0;
+			e->value = VALUES[rnd(&g->rng, NVALUES)];
+		}
 		if (w < 41 && !e->keep && (e->op == DLOCK_OP_ACQUIRE || e->op == DLOCK_OP_ACQUIRE_ALL) &&
 			e->key && rnd(&g->rng, 100) < g->keep_pct)
 		{
@@ -1966,6 +2026,8 @@ op_name(DLockOp op)
 			return "DLOCK_OP_CONVERT";
 		case DLOCK_OP_ACQUIRE_ALL:
 			return "DLOCK_OP_ACQUIRE_ALL";
+		case DLOCK_OP_PROCLAIM:
+			return "DLOCK_OP_PROCLAIM";
 		default:
 			return NULL;
 	}
@@ -2043,6 +2105,16 @@ print_event_c(const Event *e)
 					printf(", .keep_place = true");
 				if (e->capacity)
 					printf(", .capacity = %d, .permits = %d", (int) e->capacity, (int) e->permits);
+				if (e->election)
+					printf(", .election = true");
+				if (e->value)
+				{
+					printf(", .value = ");
+					if (strlen(e->value) > 40)
+						printf("/* %zu bytes */ \"...\"", strlen(e->value));
+					else
+						print_c_string(e->value);
+				}
 				if (e->ttl)
 					printf(", .ttl_us = %" PRId64, e->ttl);
 				if (e->max_ttl)
@@ -2256,6 +2328,9 @@ main(int argc, char **argv)
 				printed = 0,
 				reseeded = 0;
 	int			argi = 1;
+
+	memset(VALUE_MAX, 'x', DLOCK_MAX_VALUE_LEN);
+	memset(VALUE_OVER, 'y', DLOCK_MAX_VALUE_LEN + 1);
 	int			by_kind[16] = {0};
 	struct timespec t0,
 				t1;
@@ -2453,10 +2528,10 @@ main(int argc, char **argv)
 				printf(" %s %ld", status_name((DLockStatus) i), stats->status[i]);
 		printf("; acquire_all grants of several names %ld, leases expired %ld, announced %ld,"
 			   " deadlock cycle steps checked %ld, requests keeping their place %ld,"
-			   " semaphore requests %ld\n",
+			   " semaphore requests %ld, leader changes %ld\n",
 			   stats->group_grants, stats->expired,
 			   stats->announced, stats->deadlock_steps, stats->keep_requests,
-			   stats->semaphore_requests);
+			   stats->semaphore_requests, stats->leader_changes);
 		if (skip_spec)
 			printf("model: README findings let pass (-K spec): %ld grantable requests left waiting,"
 				   " %ld conflicting holder pairs\n", stats->spec_waiting, stats->spec_conflicts);
