@@ -59,7 +59,7 @@ static Size
 dlock_slot_size(void)
 {
 	return MAXALIGN(offsetof(DLockSlot, data) + dlock_names_size() +
-					DLOCK_MAX_OWNER_LEN);
+					DLOCK_MAX_OWNER_LEN + DLOCK_MAX_VALUE_LEN);
 }
 
 static Size

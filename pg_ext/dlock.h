@@ -87,6 +87,8 @@ typedef struct DLockSlot
 	bool		keep_place;		/* a withdrawal keeps the place (core 14) */
 	int32		capacity;		/* a semaphore request (core 15); 0: a lock */
 	int32		permits;
+	bool		election;		/* a campaign (core 16) */
+	int			value_len;		/* a campaign's or proclaim's value; -1: none */
 	int			name_len;		/* bytes of all names, each NUL-terminated */
 	int			nnames;			/* names, sorted and distinct */
 	int			owner_len;		/* 0: the session is the owner */
@@ -105,7 +107,10 @@ typedef struct DLockSlot
 	int64		tokens[DLOCK_MAX_MULTI];	/* acquire_all: per name */
 	char		errmsg[DLOCK_ERRMSG_LEN];
 
-	/* names (names_size bytes) then owner key (DLOCK_MAX_OWNER_LEN) */
+	/*
+	 * names (names_size bytes), owner key (DLOCK_MAX_OWNER_LEN), a leader's
+	 * value (DLOCK_MAX_VALUE_LEN)
+	 */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } DLockSlot;
 
@@ -161,6 +166,12 @@ static inline char *
 dlock_slot_owner(DLockSlot *slot)
 {
 	return slot->data + dlock_shared->names_size;
+}
+
+static inline char *
+dlock_slot_value(DLockSlot *slot)
+{
+	return slot->data + dlock_shared->names_size + DLOCK_MAX_OWNER_LEN;
 }
 
 /* Mark a slot changed and wake the worker, if one runs. */

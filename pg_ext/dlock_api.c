@@ -33,6 +33,8 @@ PG_FUNCTION_INFO_V1(dlock_try_acquire);
 PG_FUNCTION_INFO_V1(dlock_acquire_all);
 PG_FUNCTION_INFO_V1(dlock_semaphore);
 PG_FUNCTION_INFO_V1(dlock_try_semaphore);
+PG_FUNCTION_INFO_V1(dlock_campaign);
+PG_FUNCTION_INFO_V1(dlock_proclaim);
 PG_FUNCTION_INFO_V1(dlock_convert);
 PG_FUNCTION_INFO_V1(dlock_release);
 PG_FUNCTION_INFO_V1(dlock_renew);
@@ -70,6 +72,9 @@ typedef struct DLockRequest
 	bool		keep_place;		/* a wait that ends keeps its place (core 14) */
 	int32		capacity;		/* a semaphore's (core 15); 0: a lock */
 	int32		permits;
+	bool		election;		/* a campaign (core 16) */
+	const char *value;			/* a campaign's or proclaim's; NULL: none */
+	int			value_len;
 	bool		undo;			/* release a grant this session was not told of */
 } DLockRequest;
 
@@ -400,6 +405,10 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	/* an undo releases: what it releases is found by name */
 	slot->capacity = req->undo ? 0 : req->capacity;
 	slot->permits = req->undo ? 0 : req->permits;
+	slot->election = req->election && !req->undo;
+	slot->value_len = req->value && !req->undo ? req->value_len : -1;
+	if (slot->value_len >= 0)
+		memcpy(dlock_slot_value(slot), req->value, req->value_len);
 	slot->name_len = req->name_len;
 	slot->nnames = Max(req->nnames, 1);
 	memcpy(dlock_slot_name(slot), req->name, req->name_len);
@@ -758,13 +767,16 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 							 errhint("Release locks, or raise dlock.max_locks (about 800 bytes of the worker's memory each).")));
 					break;
 				case DLM_ERR_IS_SEMAPHORE:
-				case DLM_ERR_NOT_SEMAPHORE:
+				case DLM_ERR_IS_LOCK:
+				case DLM_ERR_IS_ELECTION:
 					ereport(ERROR,
 							(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 							 errmsg("\"%s\" is a %s, not a %s", name_for_message(req),
-									reply->count == DLM_ERR_IS_SEMAPHORE ? "semaphore" : "lock",
-									reply->count == DLM_ERR_IS_SEMAPHORE ? "lock" : "semaphore"),
-							 errdetail("A name is a lock or a semaphore while anyone holds or waits for it, never both."),
+									reply->count == DLM_ERR_IS_SEMAPHORE ? "semaphore" :
+									reply->count == DLM_ERR_IS_ELECTION ? "leader election" : "lock",
+									req->capacity > 0 ? "semaphore" :
+									req->election || req->op == DLOCK_OP_PROCLAIM ? "leader election" : "lock"),
+							 errdetail("A name is a lock, a semaphore or a leader election while anyone holds or waits for it, never two of them."),
 							 errhint("Use another name, or wait until nobody holds or waits for this one.")));
 					break;
 				case DLM_ERR_CAPACITY:
@@ -775,7 +787,13 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 							 errdetail("Its capacity is kept while anyone holds or waits for it; every caller must pass the same one."),
 							 errhint("See the capacity column of dlock.locks.")));
 					break;
-				case DLM_ERR_SEMAPHORE_HELD:
+				case DLM_ERR_HELD_ONCE:
+					if (req->election)
+						ereport(ERROR,
+								(errcode(ERRCODE_DLOCK_MODE_HELD),
+								 errmsg("this %s leads \"%s\" already",
+										req->owner ? "owner" : "session", name_for_message(req)),
+								 errhint("Publish a new value with dlock_proclaim().")));
 					ereport(ERROR,
 							(errcode(ERRCODE_DLOCK_MODE_HELD),
 							 errmsg("semaphore \"%s\" is already held by this %s",
@@ -1046,6 +1064,90 @@ semaphore_args(FunctionCallInfo fcinfo, DLockRequest *req, int capacity_arg)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a semaphore's name cannot be a path"),
 				 errdetail("Names starting with \"/\" are hierarchical locks.")));
+}
+
+/* A leader's value (argument argno): at most DLOCK_MAX_VALUE_LEN bytes. */
+static void
+arg_value(FunctionCallInfo fcinfo, int argno, DLockRequest *req)
+{
+	text	   *t;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a leader's value must not be null"),
+				 errhint("Publish where to reach the leader, or an empty string.")));
+	t = PG_GETARG_TEXT_PP(argno);
+	req->value = VARDATA_ANY(t);
+	req->value_len = VARSIZE_ANY_EXHDR(t);
+	if (req->value_len > DLOCK_MAX_VALUE_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a leader's value is too long"),
+				 errdetail("The value is %d bytes; the limit is %d bytes.",
+						   req->value_len, DLOCK_MAX_VALUE_LEN)));
+}
+
+/*
+ * dlock_campaign
+ *		Wait in FIFO order to lead the election 'name' (an exclusive lock),
+ *		publishing 'value'; the token is the leader's term (core/README 16).
+ */
+Datum
+dlock_campaign(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	check_loaded();
+	req.op = DLOCK_OP_ACQUIRE;
+	acquire_request(fcinfo, &req, 0, -1, 3, 4, 5);
+	req.mode = DLOCK_MODE_EX;
+	req.election = true;
+	arg_value(fcinfo, 1, &req);
+	if (dlock_name_is_path(req.name, req.name_len))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("an election's name cannot be a path"),
+				 errdetail("Names starting with \"/\" are hierarchical locks.")));
+	req.timeout_at = arg_timeout_at(fcinfo, 2);
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_GRANTED)
+		PG_RETURN_INT64(reply.token);
+	if (reply.status == DLOCK_STATUS_CANCELED || reply.status == DLOCK_STATUS_KEPT)
+		PG_RETURN_NULL();		/* timed out (its place kept) */
+	elog(ERROR, "unexpected dlock answer %d to campaign", (int) reply.status);
+	PG_RETURN_NULL();
+}
+
+/* dlock_proclaim: the leader publishes a new value; DL001 if not the leader. */
+Datum
+dlock_proclaim(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	check_loaded();
+	req.op = DLOCK_OP_PROCLAIM;
+	arg_name(fcinfo, 0, &req.name, &req.name_len);
+	dlock_check_namespace(req.name, req.name_len);
+	arg_value(fcinfo, 1, &req);
+	arg_owner(fcinfo, 2, &req.owner, &req.owner_len);
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status == DLOCK_STATUS_GRANTED)
+		PG_RETURN_INT64(reply.token);
+	if (reply.status == DLOCK_STATUS_NOT_HELD)
+		ereport(ERROR,
+				(errcode(ERRCODE_DLOCK_NOT_HELD),
+				 errmsg("this %s does not lead \"%s\"", req.owner ? "owner" : "session",
+						name_for_message(&req)),
+				 errhint("Campaign with dlock_campaign() first; a lead ends with its lease or session.")));
+	elog(ERROR, "unexpected dlock answer %d to proclaim", (int) reply.status);
+	PG_RETURN_NULL();
 }
 
 /*

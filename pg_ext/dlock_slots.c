@@ -374,6 +374,9 @@ copy_request(DLockSlot *slot, int slotno, Request *r)
 	r->keep_place = slot->keep_place;
 	r->capacity = slot->capacity;
 	r->permits = slot->permits;
+	r->election = slot->election;
+	r->value = slot->value_len >= 0 ?
+		pnstrdup(dlock_slot_value(slot), slot->value_len) : NULL;
 	r->withdraw_after = false;
 	r->pid = slot->pid;
 	r->session_start = slot->session_start;

@@ -29,6 +29,8 @@ typedef struct Request
 	bool		keep_place;
 	int32		capacity;		/* a semaphore request; 0: a lock */
 	int32		permits;
+	bool		election;		/* a campaign */
+	char	   *value;			/* a campaign's or proclaim's value; NULL: none */
 	bool		withdraw_after; /* withdrawn before it ran: run, then withdraw */
 	int			pid;
 	TimestampTz session_start;

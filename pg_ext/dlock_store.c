@@ -63,7 +63,7 @@ typedef enum StorePlan
 static const char *const plan_sql[NUM_PLANS] = {
 	[PLAN_HELD_INSERT] =
 	"INSERT INTO dlock.held (token, name, owner, pid, backend_start, mode, count,"
-	" granted_at, expires_at, ttl, implied, role, kept, capacity, permits)"
+	" granted_at, expires_at, ttl, implied, role, kept, capacity, permits, value)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
@@ -71,15 +71,16 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($8::pg_catalog.timestamptz[]), pg_catalog.unnest($9::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($10::pg_catalog.interval[]), pg_catalog.unnest($11::pg_catalog.bool[]),"
 	" pg_catalog.unnest($12::pg_catalog.regrole[]), pg_catalog.unnest($13::pg_catalog.int4[]),"
-	" pg_catalog.unnest($14::pg_catalog.int4[]), pg_catalog.unnest($15::pg_catalog.int4[]))",
+	" pg_catalog.unnest($14::pg_catalog.int4[]), pg_catalog.unnest($15::pg_catalog.int4[]),"
+	" pg_catalog.unnest($16::pg_catalog.text[]))",
 	[PLAN_HELD_UPDATE] =
 	"UPDATE dlock.held h SET count = u.count, expires_at = u.expires_at, ttl = u.ttl,"
-	" token = u.token, mode = u.mode, kept = u.kept"
+	" token = u.token, mode = u.mode, kept = u.kept, value = u.value"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.int4[]),"
 	" pg_catalog.unnest($3::pg_catalog.timestamptz[]), pg_catalog.unnest($4::pg_catalog.interval[]),"
 	" pg_catalog.unnest($5::pg_catalog.int8[]), pg_catalog.unnest($6::pg_catalog.text[]),"
-	" pg_catalog.unnest($7::pg_catalog.int4[]))"
-	" AS u(old_token, count, expires_at, ttl, token, mode, kept)"
+	" pg_catalog.unnest($7::pg_catalog.int4[]), pg_catalog.unnest($8::pg_catalog.text[]))"
+	" AS u(old_token, count, expires_at, ttl, token, mode, kept, value)"
 	" WHERE h.token OPERATOR(pg_catalog.=) u.old_token",
 	[PLAN_HELD_DELETE] =
 	"DELETE FROM dlock.held WHERE token OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
@@ -88,7 +89,7 @@ static const char *const plan_sql[NUM_PLANS] = {
 	"UPDATE dlock.held h SET token = u.token, name = u.name, owner = u.owner, pid = u.pid,"
 	" backend_start = u.backend_start, mode = u.mode, count = u.count,"
 	" granted_at = u.granted_at, expires_at = u.expires_at, ttl = u.ttl, implied = u.implied,"
-	" role = u.role, kept = u.kept, capacity = u.capacity, permits = u.permits"
+	" role = u.role, kept = u.kept, capacity = u.capacity, permits = u.permits, value = u.value"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.int8[]),"
 	" pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),"
@@ -97,13 +98,15 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($9::pg_catalog.timestamptz[]), pg_catalog.unnest($10::pg_catalog.timestamptz[]),"
 	" pg_catalog.unnest($11::pg_catalog.interval[]), pg_catalog.unnest($12::pg_catalog.bool[]),"
 	" pg_catalog.unnest($13::pg_catalog.regrole[]), pg_catalog.unnest($14::pg_catalog.int4[]),"
-	" pg_catalog.unnest($15::pg_catalog.int4[]), pg_catalog.unnest($16::pg_catalog.int4[]))"
+	" pg_catalog.unnest($15::pg_catalog.int4[]), pg_catalog.unnest($16::pg_catalog.int4[]),"
+	" pg_catalog.unnest($17::pg_catalog.text[]))"
 	" AS u(old_token, token, name, owner, pid, backend_start, mode, count, granted_at,"
-	" expires_at, ttl, implied, role, kept, capacity, permits)"
+	" expires_at, ttl, implied, role, kept, capacity, permits, value)"
 	" WHERE h.token OPERATOR(pg_catalog.=) u.old_token",
 	[PLAN_QUEUE_INSERT] =
 	"INSERT INTO dlock.queue (ticket, name, owner, pid, backend_start, mode, since,"
-	" timeout_at, ttl, conversion, implied, role, keep, kept_until, request, capacity, permits)"
+	" timeout_at, ttl, conversion, implied, role, keep, kept_until, request, capacity, permits,"
+	" value)"
 	" SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]),"
 	" pg_catalog.unnest($4::pg_catalog.int4[]), pg_catalog.unnest($5::pg_catalog.timestamptz[]),"
@@ -112,7 +115,8 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($10::pg_catalog.bool[]), pg_catalog.unnest($11::pg_catalog.bool[]),"
 	" pg_catalog.unnest($12::pg_catalog.regrole[]), pg_catalog.unnest($13::pg_catalog.bool[]),"
 	" pg_catalog.unnest($14::pg_catalog.timestamptz[]), pg_catalog.unnest($15::pg_catalog.int8[]),"
-	" pg_catalog.unnest($16::pg_catalog.int4[]), pg_catalog.unnest($17::pg_catalog.int4[]))",
+	" pg_catalog.unnest($16::pg_catalog.int4[]), pg_catalog.unnest($17::pg_catalog.int4[]),"
+	" pg_catalog.unnest($18::pg_catalog.text[]))",
 	[PLAN_QUEUE_DELETE] =
 	"DELETE FROM dlock.queue WHERE ticket OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])",
 	[PLAN_QUEUE_REPLACE] =
@@ -120,7 +124,7 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" backend_start = u.backend_start, mode = u.mode, since = u.since,"
 	" timeout_at = u.timeout_at, ttl = u.ttl, conversion = u.conversion, implied = u.implied,"
 	" role = u.role, keep = u.keep, kept_until = u.kept_until, request = u.request,"
-	" capacity = u.capacity, permits = u.permits"
+	" capacity = u.capacity, permits = u.permits, value = u.value"
 	" FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]),"
 	" pg_catalog.unnest($2::pg_catalog.int8[]),"
 	" pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),"
@@ -130,9 +134,10 @@ static const char *const plan_sql[NUM_PLANS] = {
 	" pg_catalog.unnest($11::pg_catalog.bool[]), pg_catalog.unnest($12::pg_catalog.bool[]),"
 	" pg_catalog.unnest($13::pg_catalog.regrole[]), pg_catalog.unnest($14::pg_catalog.bool[]),"
 	" pg_catalog.unnest($15::pg_catalog.timestamptz[]), pg_catalog.unnest($16::pg_catalog.int8[]),"
-	" pg_catalog.unnest($17::pg_catalog.int4[]), pg_catalog.unnest($18::pg_catalog.int4[]))"
+	" pg_catalog.unnest($17::pg_catalog.int4[]), pg_catalog.unnest($18::pg_catalog.int4[]),"
+	" pg_catalog.unnest($19::pg_catalog.text[]))"
 	" AS u(old_ticket, ticket, name, owner, pid, backend_start, mode, since, timeout_at,"
-	" ttl, conversion, implied, role, keep, kept_until, request, capacity, permits)"
+	" ttl, conversion, implied, role, keep, kept_until, request, capacity, permits, value)"
 	" WHERE q.ticket OPERATOR(pg_catalog.=) u.old_ticket",
 	[PLAN_COUNTER] =
 	"UPDATE dlock.ticket_counter SET hi = $1",
@@ -415,7 +420,7 @@ dlock_store_load_kept(dlock_kept_cb cb)
 					" WHERE kept_until IS NULL", false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not prepare dlock.queue");
 	plan = SPI_prepare("SELECT request, ticket, name, owner, pid, backend_start, mode, since,"
-					   " kept_until, ttl, implied, role, capacity, permits FROM dlock.queue"
+					   " kept_until, ttl, implied, role, capacity, permits, value FROM dlock.queue"
 					   " WHERE owner IS NOT NULL AND ttl IS NOT NULL AND kept_until IS NOT NULL"
 					   " ORDER BY request, ticket",
 					   0, NULL);
@@ -432,8 +437,8 @@ dlock_store_load_kept(dlock_kept_cb cb)
 		for (uint64 i = 0; i <= SPI_processed; i++)
 		{
 			HeapTuple	tup;
-			bool		isnull[14];
-			Datum		v[14];
+			bool		isnull[15];
+			Datum		v[15];
 			DLmWaiterRow *row;
 
 			if (i == SPI_processed)
@@ -445,7 +450,7 @@ dlock_store_load_kept(dlock_kept_cb cb)
 			else
 			{
 				tup = SPI_tuptable->vals[i];
-				for (int c = 0; c < 14; c++)
+				for (int c = 0; c < 15; c++)
 					v[c] = SPI_getbinval(tup, SPI_tuptable->tupdesc, c + 1, &isnull[c]);
 			}
 			if (n > 0 && (i == SPI_processed || DatumGetInt64(v[0]) != request))
@@ -485,6 +490,7 @@ dlock_store_load_kept(dlock_kept_cb cb)
 			row->role = isnull[11] ? InvalidOid : DatumGetObjectId(v[11]);
 			row->capacity = isnull[12] ? 0 : DatumGetInt32(v[12]);
 			row->permits = isnull[13] ? 0 : DatumGetInt32(v[13]);
+			row->value = isnull[14] ? NULL : TextDatumGetCString(v[14]);
 		}
 		if (done)
 			break;
@@ -511,7 +517,7 @@ dlock_store_load_held(dlock_held_row_cb cb)
 	SPIPlanPtr	plan;
 
 	plan = SPI_prepare("SELECT token, name, owner, pid, backend_start, mode, count,"
-					   " granted_at, expires_at, ttl, implied, role, kept, capacity, permits"
+					   " granted_at, expires_at, ttl, implied, role, kept, capacity, permits, value"
 					   " FROM dlock.held", 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -525,14 +531,14 @@ dlock_store_load_held(dlock_held_row_cb cb)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[i];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull[15];
-			Datum		v[15];
+			bool		isnull[16];
+			Datum		v[16];
 			char	   *name;
 			char	   *owner;
 			char	   *mode;
 			DLmHolderRow row;
 
-			for (int c = 0; c < 15; c++)
+			for (int c = 0; c < 16; c++)
 				v[c] = SPI_getbinval(tup, desc, c + 1, &isnull[c]);
 			name = TextDatumGetCString(v[1]);
 			owner = isnull[2] ? NULL : TextDatumGetCString(v[2]);
@@ -552,6 +558,7 @@ dlock_store_load_held(dlock_held_row_cb cb)
 			row.kept = DatumGetInt32(v[12]);
 			row.capacity = isnull[13] ? 0 : DatumGetInt32(v[13]);
 			row.permits = isnull[14] ? 0 : DatumGetInt32(v[14]);
+			row.value = isnull[15] ? NULL : TextDatumGetCString(v[15]);
 			cb(&row);
 			pfree(name);
 			pfree(mode);
@@ -587,6 +594,7 @@ static const Oid held_types[] = {
 	INT4OID,					/* kept */
 	INT4OID,					/* capacity */
 	INT4OID,					/* permits */
+	TEXTOID,					/* value */
 };
 static const Oid queue_types[] = {
 	INT8OID,					/* ticket */
@@ -606,6 +614,7 @@ static const Oid queue_types[] = {
 	INT8OID,					/* request */
 	INT4OID,					/* capacity */
 	INT4OID,					/* permits */
+	TEXTOID,					/* value */
 };
 
 /* ---------------------------------------------------------------------
@@ -793,7 +802,7 @@ direct_write_rows(DirectTable *t, const Column *gone, const Column *fresh)
 static void
 direct_update_held(DirectTable *t, const Column *hu, int i)
 {
-	static const int held_column[] = {-1, 6, 8, 9, 0, 5, 12};
+	static const int held_column[] = {-1, 6, 8, 9, 0, 5, 12, 15};
 	int			natts = t->row->tts_tupleDescriptor->natts;
 
 	direct_find(t, DatumGetInt64(hu[0].values[i]));
@@ -832,6 +841,7 @@ queue_row(Column *q, const DLmWaiter *w)
 	column_add(&q[14], Int64GetDatum(w->request), false);
 	column_add(&q[15], Int32GetDatum(w->lock->capacity), w->lock->capacity == 0);
 	column_add(&q[16], Int32GetDatum(w->permits), w->lock->capacity == 0);
+	column_add(&q[17], w->value ? text_datum(w->value) : (Datum) 0, w->value == NULL);
 }
 
 /*
@@ -847,7 +857,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 	int			nh = 0;
 	int			nw = 0;
 	Column		hi[lengthof(held_types)];
-	Column		hu[7];
+	Column		hu[8];
 	Column		hd[1];
 	Column		qi[lengthof(queue_types)];
 	Column		qu[lengthof(queue_types)];
@@ -869,6 +879,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 	column_init(&hu[4], INT8OID, nh);
 	column_init(&hu[5], TEXTOID, nh);
 	column_init(&hu[6], INT4OID, nh);
+	column_init(&hu[7], TEXTOID, nh);
 	column_init(&hd[0], INT8OID, nh);
 
 	for (DLmHolder *h = holders; h; h = h->touched_next)
@@ -896,6 +907,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			column_add(&hi[12], Int32GetDatum(h->kept), false);
 			column_add(&hi[13], Int32GetDatum(h->lock->capacity), h->lock->capacity == 0);
 			column_add(&hi[14], Int32GetDatum(h->permits), h->lock->capacity == 0);
+			column_add(&hi[15], h->value ? text_datum(h->value) : (Datum) 0, h->value == NULL);
 		}
 		else if (h->p.dirty)
 		{
@@ -906,6 +918,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			column_add(&hu[4], Int64GetDatum(h->token), false);
 			column_add(&hu[5], text_datum(dlock_mode_name(h->mode)), false);
 			column_add(&hu[6], Int32GetDatum(h->kept), false);
+			column_add(&hu[7], h->value ? text_datum(h->value) : (Datum) 0, h->value == NULL);
 		}
 	}
 
@@ -1082,4 +1095,8 @@ dlock_store_batch(DLockManager *lm)
 	for (DLmLock *l = dlm_notified_locks(lm); l; l = l->notify_next)
 		if (strlen(l->name) < 8000)
 			Async_Notify("dlock_blocking", l->name);
+	/* NOTIFY dlock_leader: an election's leader or its value changed */
+	for (DLmLock *l = dlm_leader_changes(lm); l; l = l->leader_next)
+		if (strlen(l->name) < 8000)
+			Async_Notify("dlock_leader", l->name);
 }

@@ -394,6 +394,8 @@ execute(Request *r, TimestampTz now)
 	q.keep_place = r->keep_place;
 	q.capacity = r->capacity;
 	q.permits = r->permits;
+	q.election = r->election;
+	q.value = r->value;
 	q.role = r->role;
 	q.any_role = r->any_role;
 	q.role_max_locks = r->quotas.max_locks;

@@ -74,7 +74,8 @@ CREATE TABLE dlock.held (
     role           regrole     NOT NULL,               -- whose it is: the role that took the owner
     kept           integer     NOT NULL DEFAULT 0,     -- levels granted to a kept place, not yet collected
     capacity       integer,                -- a semaphore's (mode NL); NULL: a lock
-    permits        integer                 -- the permits held of it
+    permits        integer,                -- the permits held of it
+    value          text                    -- a leader's published value; NULL: not an election
 );
 
 -- Waiters: one row per queued request, FIFO by ticket.
@@ -95,7 +96,8 @@ CREATE TABLE dlock.queue (
     kept_until     timestamptz,            -- a kept place no call waits for: its lease end
     request        bigint      NOT NULL,               -- the ticket of the request's first part
     capacity       integer,                -- a semaphore's (mode NL); NULL: a lock
-    permits        integer                 -- the permits asked for
+    permits        integer,                -- the permits asked for
+    value          text                    -- a campaign's value; NULL: not a campaign
 );
 
 /*
@@ -177,7 +179,7 @@ SELECT h.name, CASE WHEN h.capacity IS NULL THEN h.mode ELSE 'semaphore' END AS 
        dlock.shown_owner(h.owner, h.role) AS owner, h.pid, h.backend_start, h.token, h.count,
        h.granted_at AS since, h.expires_at, NULL::timestamptz AS timeout_at,
        false AS conversion, h.implied, h.owner IS NOT NULL AS keyed, h.role,
-       h.permits, h.capacity
+       h.permits, h.capacity, h.value
   FROM dlock.held h
  WHERE dlock.visible(h.name, h.role)
 UNION ALL
@@ -186,7 +188,7 @@ SELECT q.name, CASE WHEN q.capacity IS NULL THEN q.mode ELSE 'semaphore' END, fa
        CASE WHEN q.kept_until IS NULL THEN q.pid END,
        CASE WHEN q.kept_until IS NULL THEN q.backend_start END, q.ticket, NULL::integer,
        q.since, q.kept_until, q.timeout_at, q.conversion, q.implied,
-       q.owner IS NOT NULL, q.role, q.permits, q.capacity
+       q.owner IS NOT NULL, q.role, q.permits, q.capacity, q.value
   FROM (SELECT q.*,
                (pg_catalog.row_number() OVER (PARTITION BY q.name
                                               ORDER BY q.conversion DESC, q.ticket))::integer
@@ -325,6 +327,42 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION dlock_semaphore_available(text) IS
     'permits of a semaphore free now; NULL when nobody holds or waits for it';
 
+CREATE FUNCTION dlock_campaign(name text,
+                               value text,
+                               timeout interval DEFAULT NULL,
+                               ttl interval DEFAULT NULL,
+                               owner text DEFAULT NULL,
+                               keep_place boolean DEFAULT false)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_campaign'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_campaign(text, text, interval, interval, text, boolean) IS
+    'wait in FIFO order to lead an election, publishing value; the token is the leader''s term, NULL when timeout passes';
+
+CREATE FUNCTION dlock_proclaim(name text, value text, owner text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_proclaim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_proclaim(text, text, text) IS
+    'the leader publishes a new value; returns its term; error DL001 when not the leader';
+
+-- The leader of an election as dlock.locks shows it to the caller: no row
+-- when nobody leads (or its lease ran out).
+CREATE FUNCTION dlock_leader(name text)
+RETURNS TABLE(value text, token bigint, owner text, pid integer, since timestamptz,
+              expires_at timestamptz)
+AS $leader$
+    SELECT l.value, l.token, l.owner, l.pid, l.since, l.expires_at
+      FROM dlock.locks l
+     WHERE l.name OPERATOR(pg_catalog.=) $1 AND l.granted AND l.value IS NOT NULL
+       AND (l.expires_at IS NULL
+            OR l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
+$leader$
+LANGUAGE sql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION dlock_leader(text) IS
+    'who leads an election: value, term (token), owner key (shown as in dlock.locks), pid, since, lease end';
+
 CREATE FUNCTION dlock_check(name text, token bigint)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'dlock_check'
@@ -366,7 +404,10 @@ REVOKE EXECUTE ON FUNCTION
     dlock_holder(text),
     dlock_semaphore(text, integer, integer, interval, interval, text, boolean),
     dlock_try_semaphore(text, integer, integer, interval, text),
-    dlock_semaphore_available(text)
+    dlock_semaphore_available(text),
+    dlock_campaign(text, text, interval, interval, text, boolean),
+    dlock_proclaim(text, text, text),
+    dlock_leader(text)
   FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
     dlock_acquire(text, text, interval, interval, text, boolean),
@@ -382,9 +423,13 @@ GRANT EXECUTE ON FUNCTION
     dlock_holder(text),
     dlock_semaphore(text, integer, integer, interval, interval, text, boolean),
     dlock_try_semaphore(text, integer, integer, interval, text),
-    dlock_semaphore_available(text)
+    dlock_semaphore_available(text),
+    dlock_campaign(text, text, interval, interval, text, boolean),
+    dlock_proclaim(text, text, text),
+    dlock_leader(text)
   TO dlock_user;
-GRANT EXECUTE ON FUNCTION dlock_manager_pid(), dlock_holder(text), dlock_semaphore_available(text)
+GRANT EXECUTE ON FUNCTION dlock_manager_pid(), dlock_holder(text), dlock_semaphore_available(text),
+    dlock_leader(text)
     TO dlock_monitor;
 
 -- Namespaces (dlock.grants); run as the extension's owner, for dlock_admin.
