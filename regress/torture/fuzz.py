@@ -24,7 +24,7 @@ import psycopg2
 
 CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
 DOCUMENTED = {"22004", "22023", "22007", "22008", "22015", "54000", "DL001", "DL002",
-              "DL003", "40P01", "57014", "2202E", "22P02", "22021"}
+              "DL003", "DL004", "42809", "40P01", "57014", "2202E", "22P02", "22021"}
 
 rng = random.Random(int(os.environ.get("FUZZ_SEED", "20261122")))
 
@@ -54,11 +54,39 @@ def owner():
                        "del\x7f", "ünïcode-key", "fz-" + str(rng.randrange(5))])
 
 
+def number():
+    return rng.choice([None, 0, -1, 1, 2, 3, 5, 2 ** 31 - 1, -2 ** 31])
+
+
+def value():
+    return rng.choice([None, "", "host:5432", "v" * 1024, "v" * 1025, "ümlaut☃", "ctl\x01v"])
+
+
+def keep():
+    return rng.choice([None, False, True])
+
+
 def call():
-    fn = rng.randrange(10)
+    fn = rng.randrange(16)
     if fn == 0:
-        return "SELECT dlock_acquire(%s, %s, %s::interval, %s::interval, %s)", \
-            (name(), mode(), rng.choice([interval(), "10 ms"]), interval(), owner())
+        return "SELECT dlock_acquire(%s, %s, %s::interval, %s::interval, %s, %s)", \
+            (name(), mode(), rng.choice([interval(), "10 ms"]), interval(), owner(), keep())
+    if fn == 10:
+        return "SELECT dlock_semaphore(%s, %s, %s, %s::interval, %s::interval, %s, %s)", \
+            (name(), number(), number(), rng.choice([interval(), "10 ms"]), interval(), owner(),
+             keep())
+    if fn == 11:
+        return "SELECT dlock_try_semaphore(%s, %s, %s, %s::interval, %s)", \
+            (name(), number(), number(), interval(), owner())
+    if fn == 12:
+        return "SELECT dlock_semaphore_available(%s)", (name(),)
+    if fn == 13:
+        return "SELECT dlock_campaign(%s, %s, %s::interval, %s::interval, %s, %s)", \
+            (name(), value(), rng.choice([interval(), "10 ms"]), interval(), owner(), keep())
+    if fn == 14:
+        return "SELECT dlock_proclaim(%s, %s, %s)", (name(), value(), owner())
+    if fn == 15:
+        return "SELECT * FROM dlock_leader(%s)", (name(),)
     if fn == 1:
         return "SELECT dlock_try_acquire(%s, %s, %s::interval, %s)", (name(), mode(), interval(), owner())
     if fn == 2:
@@ -73,8 +101,8 @@ def call():
     if fn == 6:
         arr = rng.choice([None, [], [name() for _ in range(rng.randrange(1, 6))],
                           ["d", "d", "e"], ["m%d" % i for i in range(70)]])
-        return "SELECT dlock_acquire_all(%s::text[], %s, %s::interval, %s::interval, %s)", \
-            (arr, mode(), rng.choice([interval(), "10 ms"]), interval(), owner())
+        return "SELECT dlock_acquire_all(%s::text[], %s, %s::interval, %s::interval, %s, %s)", \
+            (arr, mode(), rng.choice([interval(), "10 ms"]), interval(), owner(), keep())
     if fn == 7:
         return "SELECT dlock_check(%s, %s)", \
             (name(), rng.choice([None, 0, -1, 2 ** 63 - 1, rng.randrange(1, 100000)]))
