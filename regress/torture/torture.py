@@ -93,6 +93,10 @@ PATHS = ["/t/%d%s" % (i, s) for i in range(3) for s in ("", "/a", "/b", "/a/x", 
 SQL_RELATED = ("(a.name = %(n)s OR (left(%(n)s, 1) = '/' AND"
                " (starts_with(%(n)s, a.name || '/') OR starts_with(a.name, %(n)s || '/'))))")
 PROBE = "torture/probe"
+# counting semaphores and their capacities: never more permits held at once
+SEMS = {"sem/0": 2, "sem/1": 3}
+# a leader election: never two leaders (its grants are exclusive intervals)
+ELECTION = "leader/0"
 
 # Documented slack: how much longer than timeout + dlock.reap_interval a
 # blocking call may take on a loaded 2-core machine (scheduling, GIL).
@@ -128,6 +132,7 @@ class Recorder:
         self.faults = {}
         self.violations = {}          # category -> [text]
         self.intervals = []           # (name, exclusive, start, end)
+        self.sem_intervals = []       # (name, permits, start, end, what)
         self.blocking = []            # (timeout, send, end, outcome)
         self.max_acked = {}           # name -> largest acknowledged token
         self.max_acked_all = 0
@@ -160,6 +165,11 @@ class Recorder:
     def blocking_call(self, timeout, send, end, outcome):
         with self.lock:
             self.blocking.append((timeout, send, end, outcome))
+
+    def sem_interval(self, name, permits, start, end, what=""):
+        if end > start:
+            with self.lock:
+                self.sem_intervals.append((name, permits, start, end, what))
 
     def floors(self, name):
         with self.lock:
@@ -279,12 +289,13 @@ def apply_line(rec, line):
 class Grant:
     """One grant a client holds, to record its certainly-held interval."""
 
-    def __init__(self, name, mode, token, ack, lease=None):
+    def __init__(self, name, mode, token, ack, lease=None, permits=0):
         self.name = name
         self.mode = mode
         self.token = token
         self.ack = ack
         self.lease = lease
+        self.permits = permits    # a semaphore's grant: its permits
         self.release_sent = None  # a release that failed may still have released
 
 
@@ -354,10 +365,10 @@ class Client:
 
     # -- grants -----------------------------------------------------------
 
-    def granted(self, name, mode, token, floors, lease=None):
+    def granted(self, name, mode, token, floors, lease=None, permits=0):
         ack = mono()
         self.rec.acked(name, token, floors, self.who, self.conn_at)
-        g = Grant(name, mode, token, ack, lease)
+        g = Grant(name, mode, token, ack, lease, permits)
         self.open.append(g)
         return g
 
@@ -376,10 +387,14 @@ class Client:
             if release_send is None or release_send != g.release_sent:
                 if g.release_sent is not None and g.release_sent < end:
                     end = g.release_sent
-        self.rec.interval(g.name, g.mode == "exclusive", g.ack, end, "%s token %d %s, end: %s" % (
+        what = "%s token %d %s, end: %s" % (
             self.who, g.token, "lease" if g.lease else "session",
             ("lease expiry" if end == g.lease.e_lower else "release sent") if g.lease is not None
-            else "release" if release_send is not None else "last statement"))
+            else "release" if release_send is not None else "last statement")
+        if g.permits:
+            self.rec.sem_interval(g.name, g.permits, g.ack, end, what)
+        else:
+            self.rec.interval(g.name, g.mode == "exclusive", g.ack, end, what)
         if g in self.open:
             self.open.remove(g)
 
@@ -617,22 +632,155 @@ class Client:
         self.leave()
         self.release(g)
 
+    def enter_sem(self, g, capacity):
+        """A semaphore's guarded resource: at most capacity permits inside."""
+        self.q("INSERT INTO torture_active VALUES (%s, %s, %s, 'permits')"
+               " ON CONFLICT (client) DO UPDATE SET name = EXCLUDED.name,"
+               " token = EXCLUDED.token, mode = EXCLUDED.mode", (self.cid, g.name, g.token))
+        mine, inside = self.q(
+            "SELECT EXISTS (SELECT 1 FROM dlock.held WHERE token = %(t)s),"
+            " (SELECT coalesce(sum(h.permits), 0) FROM torture_active a"
+            "   JOIN dlock.held h ON h.token = a.token WHERE a.name = %(n)s)",
+            {"t": g.token, "n": g.name})[0]
+        self.rec.checked("never more than capacity permits inside a semaphore")
+        if mine and inside > capacity:
+            self.rec.violation("exclusion", "%s entered %s with %d permits (token %d): %d permits"
+                               " held inside, capacity %d" % (self.who, g.name, g.permits,
+                                                             g.token, inside, capacity))
+        elif not mine and g.lease is None:
+            self.rec.violation("exclusion", "%s: its permits of %s (token %d) are gone from"
+                               " dlock.held while the session lives" % (self.who, g.name, g.token))
+        time.sleep(self.rng.choice([0, 0.001, 0.005]))
+
+    def op_semaphore(self):
+        """Permits of a counting semaphore: blocking or try, session or lease."""
+        rng = self.rng
+        name = rng.choice(sorted(SEMS))
+        capacity = SEMS[name]
+        permits = rng.randint(1, capacity)
+        floors = self.rec.floors(name)
+        lease = None
+        if rng.random() < 0.3:
+            t = self.q("SELECT dlock_try_semaphore(%s, %s, %s)", (name, capacity, permits))[0][0]
+            if t is None:
+                self.rec.count("semaphore try refused")
+                return
+        elif rng.random() < 0.5:
+            key = "s%s%d-%d" % (self.kind, self.cid, rng.randrange(1 << 30))
+            ttl = rng.choice([0.5, 2.0])
+            t, sent = self.timed(1.0, "SELECT dlock_semaphore(%s, %s, %s, timeout => '1 s',"
+                                 " ttl => %s, owner => %s)",
+                                 (name, capacity, permits, "%f s" % ttl, key))
+            if t is None:
+                self.rec.count("semaphore timed out")
+                return
+            lease = self.rec.lease_acked(key, name, t, sent + ttl)
+        else:
+            t, sent = self.timed(1.0, "SELECT dlock_semaphore(%s, %s, %s, timeout => '1 s')",
+                                 (name, capacity, permits))
+            if t is None:
+                self.rec.count("semaphore timed out")
+                return
+        self.rec.count("semaphore permits granted")
+        g = self.granted(name, "permits", t, floors, lease, permits)
+        self.enter_sem(g, capacity)
+        self.leave()
+        if lease is not None and rng.random() < 0.3:
+            self.rec.count("semaphore lease left to expire")
+            self.finish(g)
+        else:
+            self.release(g)
+
+    def op_kept(self):
+        """A pooled client's wait: short calls that keep their place in line."""
+        rng = self.rng
+        name, mode = self.pick()
+        key = "k%s%d-%d" % (self.kind, self.cid, rng.randrange(1 << 30))
+        ttl = rng.choice([1.0, 2.0])
+        floors = self.rec.floors(name)
+        t = None
+        for i in range(rng.choice([3, 10, 30])):
+            t, sent = self.timed(0.05, "SELECT dlock_acquire(%s, %s, timeout => '50 ms',"
+                                 " ttl => %s, owner => %s, keep_place => true)",
+                                 (name, mode, "%f s" % ttl, key))
+            if t is not None:
+                break
+            self.rec.count("kept place: short wait ended, place kept")
+        if t is None:
+            # giving up: the release withdraws the place (or a grant it got meanwhile)
+            self.q("SELECT dlock_release(%s, owner => %s)", (name, key))
+            self.rec.count("kept place: given up and withdrawn")
+            return
+        self.rec.count("kept place: granted")
+        # granted while a call waited, or collected: the lease runs from this call on
+        lease = self.rec.lease_acked(key, name, t, sent + ttl)
+        g = self.granted(name, mode, t, floors, lease)
+        self.enter(g)
+        self.leave()
+        self.release(g)
+
+    def op_leader(self):
+        """A campaign; the leader proclaims, reads itself back, resigns or lapses."""
+        rng = self.rng
+        key = "l%s%d-%d" % (self.kind, self.cid, rng.randrange(1 << 30))
+        ttl = rng.choice([0.5, 2.0])
+        floors = self.rec.floors(ELECTION)
+        t, sent = self.timed(0.3, "SELECT dlock_campaign(%s, %s, timeout => '0.3 s', ttl => %s,"
+                             " owner => %s)", (ELECTION, self.who, "%f s" % ttl, key))
+        if t is None:
+            self.rec.count("campaign timed out")
+            return
+        self.rec.count("campaign won")
+        lease = self.rec.lease_acked(key, ELECTION, t, sent + ttl)
+        g = self.granted(ELECTION, "exclusive", t, floors, lease)
+        self.enter(g)
+        value = "%s term %d" % (self.who, t)
+        try:
+            self.q("SELECT dlock_proclaim(%s, %s, %s)", (ELECTION, value, key))
+            seen = self.q("SELECT value, token FROM dlock_leader(%s)", (ELECTION,))
+            self.rec.checked("the leader reads its own value back")
+            if not seen or seen[0][1] != t or seen[0][0] != value:
+                if lease.e_lower > mono():
+                    self.rec.violation("exclusion", "%s leads %s (term %d) but dlock_leader shows"
+                                       " %r" % (self.who, ELECTION, t, seen))
+            self.rec.count("leader proclaimed")
+        except psycopg2.Error as e:
+            if e.pgcode != "DL001":
+                raise
+            if lease.e_lower > mono():
+                self.rec.violation("acknowledged leases lost", "%s: proclaim of %s (term %d) says"
+                                   " not the leader before its lease can run out" % (self.who,
+                                                                                    ELECTION, t))
+            self.rec.count("proclaim after the lead lapsed (DL001)")
+        self.leave()
+        if rng.random() < 0.3:
+            self.rec.count("lead left to lapse")
+            self.finish(g)
+        else:
+            self.release(g)
+
     def one(self):
         op = self.rng.random()
         if self.kind == "p":     # client processes: hot names, blocking, held longer
             f = self.op_acquire if op < 0.8 else self.op_multi
-        elif op < 0.32:
+        elif op < 0.28:
             f = self.op_acquire
-        elif op < 0.40:
+        elif op < 0.35:
             f = self.op_path
-        elif op < 0.58:
+        elif op < 0.50:
             f = self.op_try
-        elif op < 0.78:
+        elif op < 0.66:
             f = self.op_lease
-        elif op < 0.93:
+        elif op < 0.78:
             f = self.op_multi
-        else:
+        elif op < 0.83:
             f = self.op_convert
+        elif op < 0.91:
+            f = self.op_semaphore
+        elif op < 0.96:
+            f = self.op_kept
+        else:
+            f = self.op_leader
         self.op_name = f.__name__
         self.op_started = mono()
         f()
@@ -1285,6 +1433,20 @@ class Run:
                 if end > last.get(k, (float("-inf"),))[0]:
                     last[k] = (end, what)
         self.rec.checked("grant intervals without overlap", n)
+        # semaphores: at any moment at most capacity permits certainly held
+        by_sem = {}
+        for name, permits, start, end, what in self.rec.sem_intervals:
+            by_sem.setdefault(name, []).append((start, end, permits, what))
+        for name, ivs in by_sem.items():
+            events = sorted([(s, 1, p, w) for s, e, p, w in ivs] + [(e, 0, -p, w) for s, e, p, w in ivs])
+            held = 0
+            for at, kind, delta, what in events:      # ends before starts at one instant
+                held += delta
+                if held > SEMS[name]:
+                    self.rec.violation("exclusion", "%s: %d permits certainly held at %.3f, capacity"
+                                       " %d (%s)" % (name, held, at, SEMS[name], what))
+                    break
+            self.rec.checked("semaphore intervals within capacity", len(ivs))
 
     def check_blocking(self):
         late = 0
@@ -1337,15 +1499,17 @@ class Run:
                 " (SELECT 1 FROM pg_stat_activity x WHERE x.pid = h.pid"
                 " AND x.backend_start = h.backend_start)")[0][0]
         check("no grants to dead sessions", n == 0, "(%d)" % n)
-        n = a.q("SELECT count(*) FROM dlock.queue")[0][0]
-        check("no queue rows", n == 0, "(%d)" % n)
+        n = a.q("SELECT count(*) FROM dlock.queue WHERE kept_until IS NULL")[0][0]
+        check("no queue rows but kept places", n == 0, "(%d)" % n)
         # every remaining lease goes within its expiry plus one reap interval
         limit = self.reap + 0.1
         end = mono() + max(LONG_TTL, self.grace) + 3
         worst = 0.0
         while mono() < end:
-            left, over = a.q("SELECT count(*), extract(epoch FROM max(now() - expires_at))"
-                             " FROM dlock.held")[0]
+            left, over = a.q("SELECT (SELECT count(*) FROM dlock.held)"
+                             " + (SELECT count(*) FROM dlock.queue),"
+                             " extract(epoch FROM greatest((SELECT max(now() - expires_at)"
+                             " FROM dlock.held), (SELECT max(now() - kept_until) FROM dlock.queue)))")[0]
             if over is not None:
                 worst = max(worst, float(over))
             if left == 0:
@@ -1356,8 +1520,10 @@ class Run:
         self.quiet_overstay = worst
         n = a.q("SELECT count(*) FROM dlock.held")[0][0]
         check("every lease gone after its expiry", n == 0, "(%d left)" % n)
+        n = a.q("SELECT count(*) FROM dlock.queue")[0][0]
+        check("every kept place gone after its lease", n == 0, "(%d left)" % n)
         # the lock manager's picture: every name free (nothing granted to nobody)
-        names = HOT + COLD + LONG + PATHS
+        names = HOT + COLD + LONG + PATHS + sorted(SEMS) + [ELECTION]
         got = a.q("SELECT count(*) FROM unnest(%s::text[]) n WHERE dlock_try_acquire(n) IS NOT NULL",
                   (names,))[0][0]
         a.q("SELECT dlock_release_all()")
@@ -1545,6 +1711,22 @@ def selftest():
         if (got > 0) != (want > 0):
             print("FAIL self-test: %s: %d violations, expected %d" % (what, got, want))
             failed += 1
+    sem_cases = [
+        ("three permits of a capacity of two", [("sem/0", 1, 0, 5), ("sem/0", 2, 1, 3)], 1),
+        ("two permits, then two more after the release",
+         [("sem/0", 2, 0, 1), ("sem/0", 2, 1, 2)], 0),
+        ("three permits of a capacity of three", [("sem/1", 2, 0, 5), ("sem/1", 1, 1, 3)], 0),
+    ]
+    for what, ivs, want in sem_cases:
+        f = Fake()
+        f.rec.intervals = []
+        f.rec.sem_intervals = [iv + ("",) for iv in ivs]
+        f.check_intervals()
+        got = len(f.rec.violations.get("exclusion", []))
+        if (got > 0) != (want > 0):
+            print("FAIL self-test: %s: %d violations, expected %d" % (what, got, want))
+            failed += 1
+    cases += sem_cases
     rec = Recorder()
     f = rec.floors("x")
     rec.acked("x", 10, f, "a", 0)
