@@ -97,6 +97,10 @@ section "set-up errors"
 regress/setup/run.sh > "$DIR/setup.log" 2>&1; rc=$?
 cat "$DIR/setup.log"; record_from setup "$DIR/setup.log" $rc
 
+section "pgbouncer: 24 pooled clients with keep_place through a transaction-mode pool of 2, FIFO and exclusion checked; blocking waits pinning the pool as the control (~1.5 min)"
+regress/pgbouncer/run.sh > "$DIR/pgbouncer.log" 2>&1; rc=$?
+cat "$DIR/pgbouncer.log"; record_from pgbouncer "$DIR/pgbouncer.log" $rc
+
 if [ -x regress/mysql/run.sh ]; then
     section "MySQL/MariaDB plugin"
     regress/mysql/run.sh > "$DIR/mysql.log" 2>&1; rc=$?

@@ -4,7 +4,7 @@
 set -eu
 need=()
 for p in build-essential postgresql-15 postgresql-server-dev-15 \
-         libpq-dev python3-psycopg2 "$@"; do
+         libpq-dev python3-psycopg2 pgbouncer python3-psycopg "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -15,6 +15,14 @@ if [ ${#need[@]} -gt 0 ]; then
     # a packaged cluster is not needed: tests run their own
     if command -v pg_lsclusters >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q '^15 main'; then
         pg_ctlcluster 15 main stop 2>/dev/null || true
+    fi
+    # nor the packaged pgbouncer: regress/pgbouncer starts its own
+    if [[ " ${need[*]} " == *" pgbouncer "* ]] && [ -x /etc/init.d/pgbouncer ]; then
+        if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+            systemctl stop pgbouncer 2>/dev/null || true
+        else
+            /etc/init.d/pgbouncer stop >/dev/null 2>&1 || true
+        fi
     fi
 fi
 echo "dependencies present"
