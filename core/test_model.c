@@ -223,6 +223,8 @@ typedef struct Run
 	int			nrows_h;
 	int64_t		rows_w[MIRROR_MAX];	/* tickets of stored waiters */
 	int			nrows_w;
+	int64_t		kept_w[MIRROR_MAX];	/* tickets of waiters that were kept places */
+	int			nkept_w;
 	bool		mirror_overflow;
 	int64_t		max_token[16];	/* per name: the largest token seen */
 	int64_t		prev_tokens[16][MAXPER];
@@ -1359,10 +1361,22 @@ mirror_check(Run *run, DLockTime now)
 			bool		stored = mirror_find(run->rows_w, run->nrows_w, w->ticket) >= 0;
 
 			nw += stored;
-			/* a kept place has its row at once; a kept request keeps it (14.2) */
+			/*
+			 * a kept place has its row at once (14.2), and keeps it once
+			 * resumed, also by a call without keep_place
+			 */
 			if (w->kept_until != 0)
+			{
 				due = true;
-			if (w->keep)
+				if (mirror_find(run->kept_w, run->nkept_w, w->ticket) < 0)
+				{
+					if (run->nkept_w < MIRROR_MAX)
+						run->kept_w[run->nkept_w++] = w->ticket;
+					else
+						run->mirror_overflow = true;
+				}
+			}
+			if (w->keep || mirror_find(run->kept_w, run->nkept_w, w->ticket) >= 0)
 				young = false;
 			if ((due && !stored) || (young && stored))
 				fail(run, CAT_STORE, "  %s: waiter %" PRId64 " since %" PRId64 " at %" PRId64
