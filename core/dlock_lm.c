@@ -1166,16 +1166,14 @@ static DLmHolder *
 semaphore_take(DLockManager *m, DLmLock *l, DLmOwner *o, int32_t permits, int64_t ttl_us,
 			   int32_t pid, int64_t backend_start, DLockTime now, bool uncollected)
 {
-	DLmHolder  *h = holder_add(m, l, o, DLOCK_MODE_NL, false, take_ticket(m), pid,
-							   backend_start, now);
+	DLmHolder  *h = take_name(m, l, o, DLOCK_MODE_NL, ttl_us, pid, backend_start, now,
+							  false, uncollected);
 
-	if (h == NULL)
-		return NULL;
-	h->permits = permits;
-	l->permits_held += permits;
-	h->kept = uncollected ? 1 : 0;
-	if (ttl_us > 0)
-		holder_set_lease(m, h, ttl_us, now);
+	if (h)
+	{
+		h->permits = permits;
+		l->permits_held += permits;
+	}
 	return h;
 }
 
@@ -1759,51 +1757,6 @@ kept_first(const DLockManager *m)
  * Requests
  * --------------------------------------------------------------------- */
 
-/* 15.3: acquire or try of permits of a semaphore (its kind checked, 15.2) */
-static void
-do_semaphore(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
-{
-	DLmLock    *l = lock_get(m, r->names[0], strlen(r->names[0]));
-	DLmHolder  *own;
-
-	if (l == NULL)
-		return;
-	if (!lock_in_use(l))
-	{
-		l->capacity = r->capacity;	/* kept while anyone holds or waits */
-		l->election = false;
-	}
-	own = named_holder(m, l, o);
-	if (own && own->kept > 0)
-	{
-		/* 14.4: the grant its kept place got, collected */
-		own->kept--;
-		if (r->ttl_us > 0)
-			holder_set_lease(m, own, r->ttl_us, now);
-		holder_changed(m, own);
-		answer_granted(m, r->requester, own);
-	}
-	else if (own)
-		answer_error(m, r->requester, DLM_ERR_HELD_ONCE);
-	else if (dlm_list_empty(&l->waiters) && l->permits_held + r->permits <= l->capacity)
-	{
-		DLmHolder  *h = semaphore_take(m, l, o, r->permits, r->ttl_us, r->pid,
-									   r->session_start, now, false);
-
-		if (h)
-			answer_granted(m, r->requester, h);
-	}
-	else if (r->op == DLOCK_OP_TRY)
-		answer(m, r->requester, DLOCK_STATUS_REFUSED, 0, 0, 0);
-	else
-	{
-		DLmWaiter  *w = enqueue(m, r, o, l, NULL, DLOCK_MODE_NL, false, now);
-
-		if (w)
-			queued(m, w);
-	}
-}
-
 /* A leader's value replaced (16.3, 16.4): its row is written, durably. */
 static void
 set_value(DLockManager *m, DLmHolder *h, const char *value)
@@ -1823,50 +1776,57 @@ set_value(DLockManager *m, DLmHolder *h, const char *value)
 	holder_changed(m, h);
 }
 
-/* 16.3: a campaign for the lead of an election (its kind checked, 15.2) */
+/*
+ * 15.3, 16.3: permits of a semaphore, or the lead of an election: held once
+ * per owner, granted at once only when nobody waits (its kind checked, 15.2)
+ */
 static void
-do_campaign(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
+do_held_once(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 {
 	DLmLock    *l = lock_get(m, r->names[0], strlen(r->names[0]));
+	bool		semaphore = r->capacity > 0;
 	DLmHolder  *own;
 
 	if (l == NULL)
 		return;
 	if (!lock_in_use(l))
 	{
-		l->election = true;
-		l->capacity = 0;
+		/* kept while anyone holds or waits */
+		l->capacity = r->capacity;
+		l->election = r->election;
 	}
 	own = named_holder(m, l, o);
 	if (own && own->kept > 0)
 	{
-		/* 14.4: the lead its kept place won, collected, with this value */
-		own->kept--;
-		if (r->ttl_us > 0)
-			holder_set_lease(m, own, r->ttl_us, now);
-		holder_changed(m, own);
-		set_value(m, own, r->value);
+		/* 14.4: what its kept place got, collected (a campaign: with this value) */
+		(void) take_name(m, l, o, own->mode, r->ttl_us, r->pid, r->session_start, now,
+						 true, false);
+		if (r->election)
+			set_value(m, own, r->value);
 		answer_granted(m, r->requester, own);
 	}
 	else if (own)
 		answer_error(m, r->requester, DLM_ERR_HELD_ONCE);
-	else if (dlm_list_empty(&l->holders) && dlm_list_empty(&l->waiters) &&
-			 dlm_list_empty(&l->converts))
+	else if (dlm_list_empty(&l->waiters) &&
+			 (semaphore ? l->permits_held + r->permits <= l->capacity :
+			  dlm_list_empty(&l->holders)))
 	{
-		DLmHolder  *h = take_name(m, l, o, DLOCK_MODE_EX, r->ttl_us, r->pid,
-								  r->session_start, now, false, false);
+		DLmHolder  *h = semaphore ?
+			semaphore_take(m, l, o, r->permits, r->ttl_us, r->pid, r->session_start, now, false) :
+			take_name(m, l, o, DLOCK_MODE_EX, r->ttl_us, r->pid, r->session_start, now,
+					  false, false);
 
-		if (h)
-		{
+		if (h && r->election)
 			set_value(m, h, r->value);
+		if (h)
 			answer_granted(m, r->requester, h);
-		}
 	}
 	else if (r->op == DLOCK_OP_TRY)
 		answer(m, r->requester, DLOCK_STATUS_REFUSED, 0, 0, 0);
 	else
 	{
-		DLmWaiter  *w = enqueue(m, r, o, l, NULL, DLOCK_MODE_EX, false, now);
+		DLmWaiter  *w = enqueue(m, r, o, l, NULL, semaphore ? DLOCK_MODE_NL : DLOCK_MODE_EX,
+								false, now);
 
 		if (w)
 			queued(m, w);
@@ -2422,10 +2382,8 @@ dlm_request(DLockManager *m, const DLmRequest *r, DLockTime now)
 			case DLOCK_OP_ACQUIRE:
 			case DLOCK_OP_TRY:
 			case DLOCK_OP_ACQUIRE_ALL:
-				if (r->capacity > 0)
-					do_semaphore(m, r, o, now);
-				else if (r->election)
-					do_campaign(m, r, o, now);
+				if (r->capacity > 0 || r->election)
+					do_held_once(m, r, o, now);
 				else
 					do_acquire(m, r, o, now);
 				break;

@@ -1462,28 +1462,14 @@ permits_held(const Model *m, int lock)
 	return n;
 }
 
-/* A new holder of permits (O holds none of this semaphore). */
+/* A new holder of permits (O holds none of this semaphore): 3.5 in mode NL. */
 static int
 semaphore_take(Model *m, int lock, int owner, int32_t permits, int64_t ttl, int32_t pid,
 			   int64_t start, bool uncollected)
 {
-	int			h = new_holder(m);
+	int			h = take(m, lock, owner, DLOCK_MODE_NL, ttl, pid, start, false, uncollected);
 
-	memset(&m->holders[h], 0, sizeof(MHolder));
-	m->holders[h].live = true;
-	m->holders[h].lock = lock;
-	m->holders[h].owner = owner;
-	m->holders[h].mode = DLOCK_MODE_NL;
-	m->holders[h].count = 1;
-	m->holders[h].token = m->ticket++;
-	m->holders[h].expires_at = ttl > 0 ? m->now + ttl : 0;
-	m->holders[h].ttl = ttl > 0 ? ttl : 0;
-	m->holders[h].granted_at = m->now;
-	m->holders[h].pid = pid;
-	m->holders[h].start = start;
-	m->holders[h].kept = uncollected ? 1 : 0;
 	m->holders[h].permits = permits;
-	m->locks[lock].announced = false;
 	return h;
 }
 

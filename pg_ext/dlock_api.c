@@ -887,25 +887,48 @@ acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg, int mo
 				 errhint("Pass owner => dlock_new_owner() (kept for the next calls).")));
 }
 
+/*
+ * Submit a request answered by one token and report it: the token; NULL when
+ * its timeout passed (a kept place stays) or a try was refused; the common
+ * errors raised.
+ */
+static Datum
+token_or_null(FunctionCallInfo fcinfo, const DLockRequest *req, const char *what)
+{
+	DLockReply	reply;
+
+	dlock_call(req, &reply);
+	report_common(req, &reply);
+	if (reply.status == DLOCK_STATUS_GRANTED)
+		PG_RETURN_INT64(reply.token);
+	if (reply.status == DLOCK_STATUS_CANCELED || reply.status == DLOCK_STATUS_KEPT ||
+		reply.status == DLOCK_STATUS_REFUSED)
+		PG_RETURN_NULL();
+	elog(ERROR, "unexpected dlock answer %d to %s", (int) reply.status, what);
+	PG_RETURN_NULL();
+}
+
+/* Semaphores and elections take no intentions: their names are flat. */
+static void
+refuse_path(const DLockRequest *req, const char *whose)
+{
+	if (dlock_name_is_path(req->name, req->name_len))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s name cannot be a path", whose),
+				 errdetail("Names starting with \"/\" are hierarchical locks.")));
+}
+
 Datum
 dlock_acquire(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
-	DLockReply	reply;
 
 	check_loaded();
 	req.op = DLOCK_OP_ACQUIRE;
 	acquire_request(fcinfo, &req, 0, 1, 3, 4, 5);
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
-
-	dlock_call(&req, &reply);
-	report_common(&req, &reply);
-	if (reply.status == DLOCK_STATUS_GRANTED)
-		PG_RETURN_INT64(reply.token);
-	if (reply.status == DLOCK_STATUS_CANCELED || reply.status == DLOCK_STATUS_KEPT)
-		PG_RETURN_NULL();		/* timed out (its place kept) */
-	elog(ERROR, "unexpected dlock answer %d to acquire", (int) reply.status);
-	PG_RETURN_NULL();
+	return token_or_null(fcinfo, &req, "acquire");
 }
 
 typedef struct NameRef
@@ -1025,20 +1048,11 @@ Datum
 dlock_try_acquire(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
-	DLockReply	reply;
 
 	check_loaded();
 	req.op = DLOCK_OP_TRY;
 	acquire_request(fcinfo, &req, 0, 1, 2, 3, -1);
-
-	dlock_call(&req, &reply);
-	report_common(&req, &reply);
-	if (reply.status == DLOCK_STATUS_GRANTED)
-		PG_RETURN_INT64(reply.token);
-	if (reply.status == DLOCK_STATUS_REFUSED)
-		PG_RETURN_NULL();
-	elog(ERROR, "unexpected dlock answer %d to try-acquire", (int) reply.status);
-	PG_RETURN_NULL();
+	return token_or_null(fcinfo, &req, "try-acquire");
 }
 
 /* A semaphore's capacity (capacity_arg) and permits (the next argument). */
@@ -1059,11 +1073,7 @@ semaphore_args(FunctionCallInfo fcinfo, DLockRequest *req, int capacity_arg)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("permits must be between 1 and the capacity (%d)", req->capacity)));
-	if (dlock_name_is_path(req->name, req->name_len))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a semaphore's name cannot be a path"),
-				 errdetail("Names starting with \"/\" are hierarchical locks.")));
+	refuse_path(req, "a semaphore's");
 }
 
 /* A leader's value (argument argno): at most DLOCK_MAX_VALUE_LEN bytes. */
@@ -1097,7 +1107,6 @@ Datum
 dlock_campaign(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
-	DLockReply	reply;
 
 	check_loaded();
 	req.op = DLOCK_OP_ACQUIRE;
@@ -1105,21 +1114,9 @@ dlock_campaign(PG_FUNCTION_ARGS)
 	req.mode = DLOCK_MODE_EX;
 	req.election = true;
 	arg_value(fcinfo, 1, &req);
-	if (dlock_name_is_path(req.name, req.name_len))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("an election's name cannot be a path"),
-				 errdetail("Names starting with \"/\" are hierarchical locks.")));
+	refuse_path(&req, "an election's");
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
-
-	dlock_call(&req, &reply);
-	report_common(&req, &reply);
-	if (reply.status == DLOCK_STATUS_GRANTED)
-		PG_RETURN_INT64(reply.token);
-	if (reply.status == DLOCK_STATUS_CANCELED || reply.status == DLOCK_STATUS_KEPT)
-		PG_RETURN_NULL();		/* timed out (its place kept) */
-	elog(ERROR, "unexpected dlock answer %d to campaign", (int) reply.status);
-	PG_RETURN_NULL();
+	return token_or_null(fcinfo, &req, "campaign");
 }
 
 /* dlock_proclaim: the leader publishes a new value; DL001 if not the leader. */
@@ -1160,43 +1157,25 @@ Datum
 dlock_semaphore(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
-	DLockReply	reply;
 
 	check_loaded();
 	req.op = DLOCK_OP_ACQUIRE;
 	acquire_request(fcinfo, &req, 0, -1, 4, 5, 6);
 	semaphore_args(fcinfo, &req, 1);
 	req.timeout_at = arg_timeout_at(fcinfo, 3);
-
-	dlock_call(&req, &reply);
-	report_common(&req, &reply);
-	if (reply.status == DLOCK_STATUS_GRANTED)
-		PG_RETURN_INT64(reply.token);
-	if (reply.status == DLOCK_STATUS_CANCELED || reply.status == DLOCK_STATUS_KEPT)
-		PG_RETURN_NULL();		/* timed out (its place kept) */
-	elog(ERROR, "unexpected dlock answer %d to semaphore", (int) reply.status);
-	PG_RETURN_NULL();
+	return token_or_null(fcinfo, &req, "semaphore");
 }
 
 Datum
 dlock_try_semaphore(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
-	DLockReply	reply;
 
 	check_loaded();
 	req.op = DLOCK_OP_TRY;
 	acquire_request(fcinfo, &req, 0, -1, 3, 4, -1);
 	semaphore_args(fcinfo, &req, 1);
-
-	dlock_call(&req, &reply);
-	report_common(&req, &reply);
-	if (reply.status == DLOCK_STATUS_GRANTED)
-		PG_RETURN_INT64(reply.token);
-	if (reply.status == DLOCK_STATUS_REFUSED)
-		PG_RETURN_NULL();
-	elog(ERROR, "unexpected dlock answer %d to try-semaphore", (int) reply.status);
-	PG_RETURN_NULL();
+	return token_or_null(fcinfo, &req, "try-semaphore");
 }
 
 Datum
