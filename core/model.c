@@ -1439,6 +1439,7 @@ validate(const Model *m, const DLmRequest *r)
 /* ---------------------------------------------------------------- */
 /* 15. Counting semaphores */
 
+/* A lock held or waited for (15.2); lock_empty: neither (the store frees it). */
 static bool
 lock_in_use(const Model *m, int lock)
 {
@@ -1449,6 +1450,12 @@ lock_in_use(const Model *m, int lock)
 		if (m->waiters[i].live && m->waiters[i].lock == lock)
 			return true;
 	return false;
+}
+
+static bool
+lock_empty(const Model *m, int lock)
+{
+	return !lock_in_use(m, lock);
 }
 
 static int32_t
@@ -2393,18 +2400,6 @@ model_notified(const Model *m, int *n)
 {
 	*n = m->nnotified;
 	return m->notified;
-}
-
-static bool
-lock_empty(const Model *m, int lock)
-{
-	for (int i = 0; i < m->nholders; i++)
-		if (m->holders[i].live && m->holders[i].lock == lock)
-			return false;
-	for (int i = 0; i < m->nwaiters; i++)
-		if (m->waiters[i].live && m->waiters[i].lock == lock)
-			return false;
-	return true;
 }
 
 void
