@@ -7,6 +7,9 @@
  *
  * KIND:
  *   dlock    SELECT dlock_acquire(name, NULL) / SELECT dlock_release(name)
+ *   dlockkey the same with an owner key of the client and a 30 s lease:
+ *            dlock_acquire(name, NULL, 30, 'exclusive', key) /
+ *            dlock_release(name, key) (committed durably before answered)
  *   getlock  SELECT GET_LOCK(name, 3600) / SELECT RELEASE_LOCK(name)
  *   table    a hand-rolled InnoDB lock table: INSERT IGNORE INTO
  *            dlock_bench.locks (name, owner) / DELETE ... WHERE name AND
@@ -130,12 +133,18 @@ client_main(void *arg)
 				owner[32];
 	int			is_table = strcmp(kind, "table") == 0;
 	int			is_select = strcmp(kind, "select1") == 0;
+	int			is_keyed = strcmp(kind, "dlockkey") == 0;
 
 	mysql_thread_init();
 	if (strcmp(kind, "dlock") == 0)
 	{
 		acq_sql = "SELECT dlock_acquire(?, NULL)";
 		rel_sql = "SELECT dlock_release(?)";
+	}
+	else if (is_keyed)
+	{
+		acq_sql = "SELECT dlock_acquire(?, NULL, 30, 'exclusive', ?)";
+		rel_sql = "SELECT dlock_release(?, ?)";
 	}
 	else if (strcmp(kind, "getlock") == 0)
 	{
@@ -152,7 +161,7 @@ client_main(void *arg)
 	acq = prepare(c->my, acq_sql);
 	rel = prepare(c->my, rel_sql);
 	snprintf(name, sizeof(name), shared_name ? "bench/one" : "bench/c%d", c->id);
-	snprintf(owner, sizeof(owner), "client-%d", c->id);
+	snprintf(owner, sizeof(owner), "client-%d-%d", c->id, (int) getpid());
 
 	while (!started)
 		usleep(1000);
@@ -163,7 +172,7 @@ client_main(void *arg)
 
 		for (;;)
 		{
-			v = exec(acq, name, is_table ? owner : NULL, acq_sql);
+			v = exec(acq, name, is_table || is_keyed ? owner : NULL, acq_sql);
 			if (!is_table || v == 1)
 				break;
 			c->failed++;		/* the row is there: someone holds it */
@@ -175,7 +184,7 @@ client_main(void *arg)
 		waitlog_add(&c->waits, now_ms() - t0);
 		if (hold_ms > 0)
 			usleep((useconds_t) (hold_ms * 1000));
-		while ((v = exec(rel, name, is_table ? owner : NULL, rel_sql)) == -2)
+		while ((v = exec(rel, name, is_table || is_keyed ? owner : NULL, rel_sql)) == -2)
 			;					/* a deadlock rolled the DELETE back: again */
 		if (!is_select && v != 1)
 			die(rel_sql, "not released");

@@ -1,44 +1,32 @@
 /*
  * dlock_store.c
- *		The lock manager of the MySQL/MariaDB plugin: calls of the algorithm's
- *		steps in the lock store, the pool of libmariadb connections that
- *		reaches it, and the registry of waiting calls.
+ *		The lock manager thread's lock store: the dlock tables, written
+ *		through one loopback libmariadb connection to the server the plugin
+ *		runs in, by the manager thread only.
  *
- * The algorithm itself - the queue-then-main-row steps over the InnoDB
- * tables of the `dlock` schema - is a set of stored procedures
- * (dlock.step_*, sql/mysql/install.sql): each step is one transaction in
- * one CALL, so it costs one round trip on a pooled connection.  Every step
- * first locks the name's row in dlock.names, so concurrent calls - in this
- * server, in other servers sharing the store, and the reaper - see and
- * change a name one at a time.  The mode compatibility matrix is passed to
- * the procedures from core/ (dlock_core.c), the one place it is defined.
+ * A batch is a few set-based statements in one transaction: the changed
+ * holder rows and waiter rows each go as multi-row INSERT ... ON DUPLICATE
+ * KEY UPDATE statements and DELETE ... WHERE key IN (...), in chunks of 64,
+ * 32, ... 1 rows (one prepared statement per chunk size, kept).  Every
+ * value is a bound parameter: no user value is ever part of a statement's
+ * text.  (JSON_TABLE would need one statement per kind, but cost three
+ * times as much per statement.)
  *
- * Locking rules inside this process:
- *	- pool_mutex protects the idle connection list.  A connection is used by
- *	  one thread at a time, between conn_get() and conn_put(), and never
- *	  while a call waits: a waiting call holds no connection.
- *	- reg_mutex protects the waiter registry and every Waiter's state.  It is
- *	  never held while talking to the store.  A thread whose step granted or
- *	  withdrew requests (the step's result lists them) marks the affected
- *	  waiters under reg_mutex and signals their condition variables
- *	  (notify()); a waiter whose ticket was not yet known when that happened
- *	  is "poked" and looks at the tables itself.
- *	- Nothing here reads user values into SQL text: every statement is a
- *	  prepared statement with bound parameters.
+ * The store account ('dlock_store'@'localhost', scripts/mysql_install.sh)
+ * has only SELECT, INSERT, UPDATE and DELETE on dlock and PROCESS; its
+ * password is in the credentials file, which must be the server user's
+ * alone.
  */
 #define _GNU_SOURCE
 #include "dlock_store.h"
-#include "dlock_core.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <mysql.h>
@@ -48,129 +36,80 @@
 #define DLOCK_CNF "/etc/mysql/dlock.cnf"
 #endif
 
-/*
- * Store connections this server opens at most (a step holds one for a
- * round trip; waiting calls hold none); all of them may idle in the pool.
- * DLOCK_MAX_STORE_CONNS in the server's environment changes it.
- */
-#define DEFAULT_MAX_STORE_CONNS 64
-static int	max_store_conns = DEFAULT_MAX_STORE_CONNS;
-/* a step waits this long for a store connection another step returns */
-#define CONN_WAIT_SECONDS 10
-#define IDLE_PING_SECONDS 30
-#define MAX_DEADLOCK_RETRIES 20
-/* a step whose connection was lost is repeated on a new one this often */
-#define MAX_LOST_RETRIES 3
-
-/* ------------------------------------------------------------------------
- * Statements.  Every one takes only bound parameters.
- * ------------------------------------------------------------------------ */
 enum
 {
-	Q_ACQUIRE,
-	Q_RELEASE,
-	Q_STATUS,
-	Q_RENEW,
-	Q_RELEASE_ALL,
-	Q_CANCEL,
-	Q_REAP,
-	Q_NAMES_OF_HOLDER,
-	Q_HOLDER,
-	Q_EXPIRED_NAMES,
-	Q_DEAD_HELD,
-	Q_DEAD_QUEUE,
-	Q_MY_QUEUE,
-	Q_FORGET_IDLE,
-	Q_GRANT,
-	Q_SET_QUOTA,
-	Q_KEY_ACCOUNTS,
+	Q_COUNTER_SAVE,
+	Q_COUNTER_LOAD,
+	Q_HELD_LOAD,
+	Q_KEPT_LOAD,
+	Q_QUEUE_CLEAN,
+	Q_ALIVE,
+	Q_GRANTS_LOAD,
+	Q_QUOTAS_LOAD,
+	Q_GRANT_ADD,
+	Q_GRANT_DEL,
+	Q_QUOTA_SET,
+	Q_QUOTA_DEL,
+	Q_INSTALLED,
+	Q_PROBE_HELD,
+	Q_PROBE_QUEUE,
 	NQ
 };
 
+#define HELD_COLS \
+	"token, name, owner, conn_id, session_start, mode, `count`, granted_us, " \
+	"expires_us, ttl_us, implied, account, kept, capacity, permits, value"
+#define QUEUE_COLS \
+	"ticket, name, owner, conn_id, session_start, mode, since_us, timeout_us, " \
+	"ttl_us, conversion, implied, account, keep, kept_until_us, request, " \
+	"capacity, permits, value"
+
 static const char *const Q[NQ] = {
-	[Q_ACQUIRE] =
-	"CALL dlock.step_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-	[Q_RELEASE] =
-	"CALL dlock.step_release(?, ?, ?, ?, ?)",
-	[Q_STATUS] =
-	"CALL dlock.step_status(?, ?, ?, ?, ?, ?, ?, ?)",
-	[Q_RENEW] =
-	"CALL dlock.step_renew(?, ?, ?)",
-	[Q_RELEASE_ALL] =
-	"CALL dlock.step_release_all(?, ?, ?, ?, ?)",
-	[Q_CANCEL] =
-	"CALL dlock.step_cancel(?, ?, ?, ?)",
-	[Q_REAP] =
-	"CALL dlock.step_reap(?, ?, ?, ?)",
-	[Q_NAMES_OF_HOLDER] =
-	"SELECT name FROM dlock.held WHERE holder = ? "
-	"UNION SELECT name FROM dlock.queue WHERE holder = ?",
-	[Q_HOLDER] =
-	"SELECT GROUP_CONCAT(CASE WHEN account = ? OR ? THEN IFNULL(owner, conn_id) "
-	"WHEN ? THEN IF(owner IS NULL, conn_id, '(owner key)') "
-	"ELSE '(another account)' END ORDER BY token SEPARATOR ', ') "
-	"FROM dlock.held "
-	"WHERE name = ? AND (expires_at IS NULL OR expires_at > NOW(6))",
-	[Q_EXPIRED_NAMES] =
-	"SELECT DISTINCT name FROM dlock.held WHERE expires_at <= NOW(6) "
-	"LIMIT 1000",
-	[Q_DEAD_HELD] =
-	"SELECT token, name FROM dlock.held WHERE owner IS NULL AND server = ? "
-	"AND (incarnation <> ? OR (granted_at < NOW(6) AND conn_id NOT IN "
-	"(SELECT ID FROM information_schema.PROCESSLIST))) LIMIT 1000",
-	[Q_DEAD_QUEUE] =
-	"SELECT ticket, name FROM dlock.queue WHERE server = ? "
-	"AND (incarnation <> ? OR (since < NOW(6) AND conn_id NOT IN "
-	"(SELECT ID FROM information_schema.PROCESSLIST))) LIMIT 1000",
-	[Q_MY_QUEUE] =
-	"SELECT ticket, name FROM dlock.queue WHERE server = ? AND incarnation = ? "
-	"AND since < NOW(6) - INTERVAL 5 SECOND LIMIT 1000",
-	[Q_FORGET_IDLE] =
-	"CALL dlock.step_forget_idle(1000)",
-	[Q_GRANT] =
-	"CALL dlock.step_grant(?, ?, ?)",
-	[Q_SET_QUOTA] =
-	"CALL dlock.step_set_quota(?, ?, ?, ?, ?)",
-	/* no index on owner: administrators' calls only */
-	[Q_KEY_ACCOUNTS] =
-	"SELECT account FROM dlock.held WHERE owner = ? "
-	"AND (expires_at IS NULL OR expires_at > NOW(6)) "
-	"UNION SELECT account FROM dlock.queue WHERE owner = ? LIMIT 2",
+	[Q_COUNTER_SAVE] =
+	"INSERT INTO dlock.counter (id, hi) VALUES (1, ?) "
+	"ON DUPLICATE KEY UPDATE hi = GREATEST(hi, VALUES(hi))",
+	[Q_COUNTER_LOAD] =
+	"SELECT hi FROM dlock.counter WHERE id = 1",
+	[Q_HELD_LOAD] =
+	"SELECT " HELD_COLS " FROM dlock.held ORDER BY token",
+	[Q_KEPT_LOAD] =
+	"SELECT " QUEUE_COLS " FROM dlock.queue WHERE keep ORDER BY request, ticket",
+	[Q_QUEUE_CLEAN] =
+	"DELETE FROM dlock.queue WHERE NOT keep",
+	[Q_ALIVE] =
+	"SELECT ID FROM information_schema.PROCESSLIST",
+	[Q_GRANTS_LOAD] =
+	"SELECT grantee, prefix FROM dlock.grants",
+	[Q_QUOTAS_LOAD] =
+	"SELECT grantee, IFNULL(max_locks, -1), IFNULL(max_locks_per_owner, -1), "
+	"IFNULL(max_bytes, -1), IFNULL(max_bytes_per_owner, -1) FROM dlock.quotas",
+	[Q_GRANT_ADD] =
+	"INSERT IGNORE INTO dlock.grants (grantee, prefix) VALUES (?, ?)",
+	[Q_GRANT_DEL] =
+	"DELETE FROM dlock.grants WHERE grantee = ? AND prefix = ?",
+	[Q_QUOTA_SET] =
+	"REPLACE INTO dlock.quotas (grantee, max_locks, max_locks_per_owner, "
+	"max_bytes, max_bytes_per_owner) VALUES (?, NULLIF(?, -1), NULLIF(?, -1), "
+	"NULLIF(?, -1), NULLIF(?, -1))",
+	[Q_QUOTA_DEL] =
+	"DELETE FROM dlock.quotas WHERE grantee = ?",
+	[Q_INSTALLED] =
+	"SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'dlock' "
+	"AND ((TABLE_NAME = 'held' AND COLUMN_NAME = 'session_start') "
+	"OR (TABLE_NAME = 'queue' AND COLUMN_NAME = 'kept_until_us') "
+	"OR (TABLE_NAME = 'counter' AND COLUMN_NAME = 'hi'))",
+	[Q_PROBE_HELD] =
+	"SELECT `count`, IFNULL(expires_us, 0), kept, mode FROM dlock.held WHERE token = ?",
+	[Q_PROBE_QUEUE] =
+	"SELECT IFNULL(kept_until_us, 0), keep FROM dlock.queue WHERE ticket = ?",
 };
 
-
-/*
- * Steps whose last two parameters are (p_req, p_retry): the request id of
- * the call and whether this is a repeat after a lost connection.  Only
- * these change state in a way a blind repeat would do twice (or count
- * wrong); the others (renew, reaper steps, scans) can simply run again.
- */
-static const bool has_req[NQ] = {
-	[Q_ACQUIRE] = true, [Q_RELEASE] = true, [Q_STATUS] = true,
-	[Q_RELEASE_ALL] = true,
-};
-
-/* ------------------------------------------------------------------------
- * Process-wide configuration, set once.
- * ------------------------------------------------------------------------ */
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int	init_failed = 0;
-static char init_errmsg[256];
-
+static MYSQL *conn;
+static MYSQL_STMT *stmts[NQ];
+static unsigned long long conn_id;
 static char self_socket[512];
 static unsigned int self_port;
-static char server_id[160];		/* host:port of this server */
-static char incarnation[64];	/* this server process: pid.start_ticks */
 
-static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t pool_cond;	/* CLOCK_MONOTONIC, set up in init_once_fn */
-static int	n_open = 0;			/* store connections open or being opened */
-static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_condattr_t cond_attr;
-
-/* ------------------------------------------------------------------------
- * Errors
- * ------------------------------------------------------------------------ */
 static void
 set_err(DlockErr *err, int code, const char *fmt,...)
 {
@@ -183,72 +122,16 @@ set_err(DlockErr *err, int code, const char *fmt,...)
 	va_end(ap);
 }
 
-/* Printable, bounded copy of a lock name for messages. */
-static const char *
-show_name(const char *name, size_t len, char *buf, size_t size)
+void
+store_set_server(const char *socket, unsigned int port)
 {
-	size_t		n = 0;
-
-	for (size_t i = 0; i < len && n + 4 < size; i++)
-	{
-		unsigned char c = (unsigned char) name[i];
-
-		buf[n++] = (c < 0x20 || c == 0x7f) ? '?' : (char) c;
-	}
-	if (len > 0 && n + 4 >= size)
-	{
-		buf[n++] = '.';
-		buf[n++] = '.';
-		buf[n++] = '.';
-	}
-	buf[n] = '\0';
-	return buf;
+	snprintf(self_socket, sizeof(self_socket), "%s", socket ? socket : "");
+	self_port = port;
 }
 
 /* ------------------------------------------------------------------------
- * Clock
+ * The connection
  * ------------------------------------------------------------------------ */
-static long long
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long) ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
-}
-
-/* ------------------------------------------------------------------------
- * Connections
- * ------------------------------------------------------------------------ */
-typedef struct Conn
-{
-	MYSQL	   *my;
-	MYSQL_STMT *st[NQ];
-	long long	idle_since;
-	struct Conn *next;
-} Conn;
-
-static Conn *idle_conns = NULL;
-static int	n_idle = 0;
-
-static void
-conn_close(Conn *c)
-{
-	if (c == NULL)
-		return;
-	for (int i = 0; i < NQ; i++)
-		if (c->st[i])
-			mysql_stmt_close(c->st[i]);
-	if (c->my)
-		mysql_close(c->my);
-	free(c);
-}
-
-/*
- * The credentials file: $DLOCK_CNF in the server's environment, else the
- * built-in path.  It holds the store account's password, so it must exist,
- * belong to the server's user and be readable by nobody else.
- */
 static const char *
 cnf_path(void)
 {
@@ -257,1562 +140,1091 @@ cnf_path(void)
 	return (p && p[0]) ? p : DLOCK_CNF;
 }
 
+/*
+ * The credentials file holds the store account's password: it must exist,
+ * belong to the server's user and be readable by nobody else.
+ */
 static int
-check_cnf(const char *path, const char *fn, DlockErr *err)
+check_cnf(const char *path, DlockErr *err)
 {
 	struct stat st;
 
 	if (stat(path, &st) != 0)
 	{
 		set_err(err, DLOCK_ER_UNKNOWN,
-				"%s: no lock store account: %s: %s (scripts/mysql_install.sh "
-				"creates it)", fn, path, strerror(errno));
+				"no lock store account: %s: %s (scripts/mysql_install.sh "
+				"creates it)", path, strerror(errno));
 		return -1;
 	}
 	if (st.st_uid != geteuid() || (st.st_mode & 077) != 0)
 	{
 		set_err(err, DLOCK_ER_UNKNOWN,
-				"%s: %s holds a password: it must belong to the server's "
-				"user (uid %u) with mode 0600 or 0400 (it is uid %u, mode %04o)",
-				fn, path, (unsigned) geteuid(), (unsigned) st.st_uid,
+				"%s holds a password: it must belong to the server's user "
+				"(uid %u) with mode 0600 or 0400 (it is uid %u, mode %04o)",
+				path, (unsigned) geteuid(), (unsigned) st.st_uid,
 				(unsigned) (st.st_mode & 07777));
 		return -1;
 	}
 	return 0;
 }
 
-static int
-conn_open(Conn **out, const char *fn, DlockErr *err)
+static void rows_close(void);
+
+void
+store_close(void)
 {
-	const char *cnf = cnf_path();
+	rows_close();
+	for (int i = 0; i < NQ; i++)
+		if (stmts[i])
+		{
+			mysql_stmt_close(stmts[i]);
+			stmts[i] = NULL;
+		}
+	if (conn)
+		mysql_close(conn);
+	conn = NULL;
+	conn_id = 0;
+}
+
+unsigned long long
+store_conn_id(void)
+{
+	return conn_id;
+}
+
+int
+store_open(DlockErr *err)
+{
 	static const char *const setup[] = {
 		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-		"SET SESSION autocommit = 1, innodb_lock_wait_timeout = 2, "
-		"lock_wait_timeout = 2, time_zone = '+00:00', "
-		"group_concat_max_len = 4194304, max_statement_time = 0, "
+		"SET SESSION autocommit = 1, innodb_lock_wait_timeout = 1, "
+		"lock_wait_timeout = 2, time_zone = '+00:00', max_statement_time = 0, "
 		"sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'",
 	};
-	Conn	   *c = calloc(1, sizeof(Conn));
+	const char *cnf = cnf_path();
 	unsigned int timeout = 5;
 	unsigned int rw_timeout = 30;
 
-	*out = NULL;
-	if (c == NULL)
+	store_close();
+	if (check_cnf(cnf, err) != 0)
+		return -2;
+	conn = mysql_init(NULL);
+	if (conn == NULL)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", fn);
+		set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 		return -1;
 	}
-	c->my = mysql_init(NULL);
-	if (c->my == NULL)
-	{
-		free(c);
-		set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", fn);
-		return -1;
-	}
-	/* Defaults: this very server over its socket. */
-	mysql_optionsv(c->my, MARIADB_OPT_UNIXSOCKET, self_socket);
+	/* this very server over its socket; the [dlock] group may say otherwise */
+	if (self_socket[0])
+		mysql_optionsv(conn, MARIADB_OPT_UNIXSOCKET, self_socket);
 	if (self_port)
-		mysql_optionsv(c->my, MARIADB_OPT_PORT, &self_port);
-	mysql_optionsv(c->my, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-	mysql_optionsv(c->my, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
-	mysql_optionsv(c->my, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
-	mysql_optionsv(c->my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-	/* The store account and any other setting: the [dlock] group. */
-	if (check_cnf(cnf, fn, err) != 0)
-	{
-		conn_close(c);
-		return -1;
-	}
-	mysql_optionsv(c->my, MYSQL_READ_DEFAULT_FILE, cnf);
-	mysql_optionsv(c->my, MYSQL_READ_DEFAULT_GROUP, "dlock");
-	if (mysql_real_connect(c->my, NULL, NULL, NULL, NULL, 0, NULL,
-						   CLIENT_FOUND_ROWS) == NULL)
+		mysql_optionsv(conn, MARIADB_OPT_PORT, &self_port);
+	mysql_optionsv(conn, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+	mysql_optionsv(conn, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
+	mysql_optionsv(conn, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
+	mysql_optionsv(conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	mysql_optionsv(conn, MYSQL_READ_DEFAULT_FILE, cnf);
+	mysql_optionsv(conn, MYSQL_READ_DEFAULT_GROUP, "dlock");
+	if (mysql_real_connect(conn, NULL, NULL, NULL, "dlock", 0, NULL, 0) == NULL)
 	{
 		/* libmariadb's message names host/socket and user, never secrets */
-		set_err(err, DLOCK_ER_UNKNOWN,
-				"%s: cannot connect to the lock store: %s", fn,
-				mysql_error(c->my));
-		conn_close(c);
+		set_err(err, DLOCK_ER_UNKNOWN, "cannot connect to the lock store: %s",
+				mysql_error(conn));
+		store_close();
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(setup) / sizeof(setup[0]); i++)
-	{
-		if (mysql_real_query(c->my, setup[i], strlen(setup[i])) != 0)
+		if (mysql_real_query(conn, setup[i], strlen(setup[i])) != 0)
 		{
 			set_err(err, DLOCK_ER_UNKNOWN,
-					"%s: cannot set up the lock store connection: %s", fn,
-					mysql_error(c->my));
-			conn_close(c);
+					"cannot set up the lock store connection: %s", mysql_error(conn));
+			store_close();
 			return -1;
 		}
-	}
-	*out = c;
+	conn_id = mysql_thread_id(conn);
 	return 0;
 }
 
-/*
- * conn_get: an idle pooled connection, or a new one.  fresh: always a new
- * one - after a lost connection, the other idle ones may have been killed
- * too.
- */
-static Conn *
-conn_get(const char *fn, int fresh, DlockErr *err)
+/* ------------------------------------------------------------------------
+ * Statements
+ * ------------------------------------------------------------------------ */
+static MYSQL_STMT *
+stmt(int q, DlockErr *err)
 {
-	Conn	   *c;
-	struct timespec until;
-
-	mysql_thread_init();
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += CONN_WAIT_SECONDS;
-	pthread_mutex_lock(&pool_mutex);
-	for (;;)
+	if (stmts[q])
+		return stmts[q];
+	stmts[q] = mysql_stmt_init(conn);
+	if (stmts[q] == NULL)
 	{
-		c = fresh ? NULL : idle_conns;
-		if (c)
-		{
-			idle_conns = c->next;
-			n_idle--;
-			pthread_mutex_unlock(&pool_mutex);
-			/* one idle for long may have been closed by wait_timeout */
-			if (now_us() - c->idle_since < IDLE_PING_SECONDS * 1000000LL ||
-				mysql_ping(c->my) == 0)
-				return c;
-			conn_close(c);
-			pthread_mutex_lock(&pool_mutex);
-			n_open--;
-			continue;
-		}
-		if (n_open < max_store_conns)
-			break;
-		if (fresh && idle_conns)
-		{
-			/* make room: an idle one may have been killed too */
-			c = idle_conns;
-			idle_conns = c->next;
-			n_idle--;
-			n_open--;
-			pthread_mutex_unlock(&pool_mutex);
-			conn_close(c);
-			pthread_mutex_lock(&pool_mutex);
-			continue;
-		}
-		if (pthread_cond_timedwait(&pool_cond, &pool_mutex, &until) == ETIMEDOUT)
-		{
-			pthread_mutex_unlock(&pool_mutex);
-			set_err(err, DLOCK_ER_UNKNOWN,
-					"%s: all %d lock store connections stayed busy for %d s",
-					fn, max_store_conns, CONN_WAIT_SECONDS);
-			return NULL;
-		}
-	}
-	n_open++;
-	pthread_mutex_unlock(&pool_mutex);
-	if (conn_open(&c, fn, err) != 0)
-	{
-		pthread_mutex_lock(&pool_mutex);
-		n_open--;
-		pthread_cond_signal(&pool_cond);
-		pthread_mutex_unlock(&pool_mutex);
+		set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
 		return NULL;
 	}
-	return c;
-}
-
-/* conn_put: back to the pool, or closed when broken or the pool is full. */
-static void
-conn_put(Conn *c, int broken)
-{
-	if (c == NULL)
-		return;
-	pthread_mutex_lock(&pool_mutex);
-	if (!broken && n_idle < max_store_conns)
+	if (mysql_stmt_prepare(stmts[q], Q[q], strlen(Q[q])) != 0)
 	{
-		c->idle_since = now_us();
-		c->next = idle_conns;
-		idle_conns = c;
-		n_idle++;
-		c = NULL;
+		set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_stmt_error(stmts[q]));
+		mysql_stmt_close(stmts[q]);
+		stmts[q] = NULL;
+		return NULL;
 	}
-	else
-		n_open--;
-	pthread_cond_signal(&pool_cond);
-	pthread_mutex_unlock(&pool_mutex);
-	conn_close(c);
+	return stmts[q];
 }
 
-void
-dls_shutdown(void)
-{
-	Conn	   *c;
+static unsigned int last_errno;	/* of the last statement that failed */
 
-	pthread_mutex_lock(&pool_mutex);
-	c = idle_conns;
-	idle_conns = NULL;
-	n_open -= n_idle;
-	n_idle = 0;
-	pthread_mutex_unlock(&pool_mutex);
-	while (c)
-	{
-		Conn	   *next = c->next;
-
-		conn_close(c);
-		c = next;
-	}
-}
-
-/* ------------------------------------------------------------------------
- * Running statements
- * ------------------------------------------------------------------------ */
-enum
-{
-	PT_NULL, PT_INT, PT_STR
-};
-
-typedef struct P
-{
-	int			t;
-	long long	i;
-	const char *s;
-	size_t		len;
-} P;
-
-#define PI(v) ((P) {PT_INT, (long long) (v), NULL, 0})
-#define PS(p, l) ((P) {PT_STR, 0, (p), (l)})
-#define PN ((P) {PT_NULL, 0, NULL, 0})
-#define PIN(v) ((v) < 0 ? PN : PI(v))	/* int or NULL when negative */
-
-#define MAXP 20
-#define MAXCOL 9
-#define COLBUF 128
-
-typedef struct Row
-{
-	int			ncol;
-	char	   *v[MAXCOL];		/* NUL-terminated */
-	unsigned long len[MAXCOL];
-	my_bool		null[MAXCOL];
-} Row;
-
-typedef int (*RowCb) (void *arg, const Row *row);
-
-/* The failing statement's error, kept for classification. */
-typedef struct QErr
-{
-	unsigned int no;
-} QErr;
-
-static long long
-row_int(const Row *r, int i, long long dflt)
-{
-	if (i >= r->ncol || r->null[i])
-		return dflt;
-	return strtoll(r->v[i], NULL, 10);
-}
-
-/*
- * q_run
- *		Execute prepared statement qid with params; call cb for each result
- *		row.  Returns 0, or -1 with err set (and qe->no the server's errno).
- */
 static int
-q_run(Conn *c, int qid, const P *p, int np, RowCb cb, void *arg,
-	  unsigned long long *affected, unsigned long long *last_id,
-	  const char *fn, DlockErr *err, QErr *qe)
+stmt_fail(MYSQL_STMT *st, DlockErr *err)
 {
-	MYSQL_STMT *st = c->st[qid];
-	MYSQL_BIND	b[MAXP];
-	long long	ival[MAXP];
-	unsigned long slen[MAXP];
-	MYSQL_RES  *meta = NULL;
-	int			rc = -1;
-
-	qe->no = 0;
-	if (st == NULL)
-	{
-		st = mysql_stmt_init(c->my);
-		if (st == NULL)
-		{
-			qe->no = mysql_errno(c->my);
-			set_err(err, DLOCK_ER_UNKNOWN, "%s: lock store: %s", fn,
-					mysql_error(c->my));
-			return -1;
-		}
-		if (mysql_stmt_prepare(st, Q[qid], strlen(Q[qid])) != 0)
-		{
-			qe->no = mysql_stmt_errno(st);
-			set_err(err, DLOCK_ER_UNKNOWN, "%s: lock store: %s", fn,
-					mysql_stmt_error(st));
-			mysql_stmt_close(st);
-			return -1;
-		}
-		c->st[qid] = st;
-	}
-
-	memset(b, 0, sizeof(b));
-	for (int i = 0; i < np && i < MAXP; i++)
-	{
-		switch (p[i].t)
-		{
-			case PT_NULL:
-				b[i].buffer_type = MYSQL_TYPE_NULL;
-				break;
-			case PT_INT:
-				ival[i] = p[i].i;
-				b[i].buffer_type = MYSQL_TYPE_LONGLONG;
-				b[i].buffer = &ival[i];
-				break;
-			default:
-				slen[i] = (unsigned long) p[i].len;
-				b[i].buffer_type = MYSQL_TYPE_BLOB;
-				b[i].buffer = (void *) (p[i].s ? p[i].s : "");
-				b[i].buffer_length = slen[i];
-				b[i].length = &slen[i];
-				break;
-		}
-	}
-	if (mysql_stmt_bind_param(st, b) != 0 || mysql_stmt_execute(st) != 0)
-		goto fail;
-	if (affected)
-		*affected = (unsigned long long) mysql_stmt_affected_rows(st);
-	if (last_id)
-		*last_id = (unsigned long long) mysql_stmt_insert_id(st);
-
-	meta = mysql_stmt_result_metadata(st);
-	if (meta != NULL)
-	{
-		MYSQL_BIND	rb[MAXCOL];
-		char		buf[MAXCOL][COLBUF];
-		Row			row;
-		int			ncol = (int) mysql_num_fields(meta);
-		int			f;
-
-		if (ncol > MAXCOL)
-			ncol = MAXCOL;
-		memset(rb, 0, sizeof(rb));
-		memset(&row, 0, sizeof(row));
-		row.ncol = ncol;
-		for (int i = 0; i < ncol; i++)
-		{
-			rb[i].buffer_type = MYSQL_TYPE_STRING;
-			rb[i].buffer = buf[i];
-			rb[i].buffer_length = COLBUF - 1;
-			rb[i].length = &row.len[i];
-			rb[i].is_null = &row.null[i];
-		}
-		if (mysql_stmt_bind_result(st, rb) != 0)
-			goto fail;
-		while ((f = mysql_stmt_fetch(st)) == 0 || f == MYSQL_DATA_TRUNCATED)
-		{
-			char	   *big[MAXCOL] = {NULL};
-			int			stop = 0;
-
-			for (int i = 0; i < ncol; i++)
-			{
-				row.v[i] = buf[i];
-				if (row.null[i])
-				{
-					buf[i][0] = '\0';
-					continue;
-				}
-				if (row.len[i] >= COLBUF - 1)
-				{
-					MYSQL_BIND	one;
-
-					big[i] = malloc(row.len[i] + 1);
-					if (big[i] == NULL)
-					{
-						stop = 1;
-						break;
-					}
-					memset(&one, 0, sizeof(one));
-					one.buffer_type = MYSQL_TYPE_STRING;
-					one.buffer = big[i];
-					one.buffer_length = row.len[i] + 1;
-					if (mysql_stmt_fetch_column(st, &one, (unsigned int) i, 0) != 0)
-					{
-						stop = 1;
-						break;
-					}
-					big[i][row.len[i]] = '\0';
-					row.v[i] = big[i];
-				}
-				else
-					buf[i][row.len[i]] = '\0';
-			}
-			if (!stop && cb)
-				stop = cb(arg, &row);
-			for (int i = 0; i < ncol; i++)
-				free(big[i]);
-			if (stop)
-				break;
-		}
-		if (f == 1)
-			goto fail;
-		mysql_stmt_free_result(st);
-		mysql_free_result(meta);
-		meta = NULL;
-	}
-	/* a CALL ends with a status result after its rows; an error there too */
-	{
-		int			nr;
-
-		while ((nr = mysql_stmt_next_result(st)) == 0)
-			mysql_stmt_free_result(st);
-		if (nr > 0)
-			goto fail;
-	}
-	rc = 0;
-	return rc;
-
-fail:
-	qe->no = mysql_stmt_errno(st);
-	if (qe->no == 1205)
-		set_err(err, DLOCK_ER_LOCK_WAIT,
-				"%s: the lock store is busy: a transaction holds row locks "
-				"on the dlock tables (innodb_lock_wait_timeout of the "
-				"plugin's connection passed)", fn);
-	else
-		set_err(err, DLOCK_ER_UNKNOWN, "%s: lock store: %s", fn,
-				mysql_stmt_error(st));
-	if (meta)
-	{
-		mysql_stmt_free_result(st);
-		mysql_free_result(meta);
-	}
+	last_errno = mysql_stmt_errno(st);
+	set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_stmt_error(st));
 	mysql_stmt_reset(st);
 	return -1;
 }
 
-/* Callback collecting the first row's first column as a malloc'ed string. */
-typedef struct StrRow
+/* Parameters: strings (bytes) and integers. */
+typedef struct Param
 {
-	int			found;
-	int			isnull;
-	char	   *s;
-	size_t		len;
-} StrRow;
+	bool		is_int;
+	bool		is_null;
+	long long	i;
+	const char *s;
+	unsigned long len;
+} Param;
 
+/* Bind and execute; b has room for np. */
 static int
-cb_str_row(void *arg, const Row *r)
+execute_bound(MYSQL_STMT *st, Param *p, int np, MYSQL_BIND *b,
+			  unsigned long long *affected, DlockErr *err)
 {
-	StrRow	   *sr = arg;
-
-	sr->found = 1;
-	sr->isnull = r->null[0];
-	if (!r->null[0])
+	memset(b, 0, sizeof(MYSQL_BIND) * (size_t) np);
+	for (int i = 0; i < np; i++)
 	{
-		sr->s = malloc(r->len[0] + 1);
-		if (sr->s)
+		if (p[i].is_null)
+			b[i].buffer_type = MYSQL_TYPE_NULL;
+		else if (p[i].is_int)
 		{
-			memcpy(sr->s, r->v[0], r->len[0]);
-			sr->s[r->len[0]] = '\0';
-			sr->len = r->len[0];
+			b[i].buffer_type = MYSQL_TYPE_LONGLONG;
+			b[i].buffer = &p[i].i;
+		}
+		else
+		{
+			b[i].buffer_type = MYSQL_TYPE_BLOB;
+			b[i].buffer = (void *) (p[i].s ? p[i].s : "");
+			b[i].buffer_length = p[i].len;
+			b[i].length = &p[i].len;
 		}
 	}
-	return 1;
+	if ((np > 0 && mysql_stmt_bind_param(st, b) != 0) || mysql_stmt_execute(st) != 0)
+		return stmt_fail(st, err);
+	if (affected)
+		*affected = (unsigned long long) mysql_stmt_affected_rows(st);
+	return 0;
 }
 
-/* A growable list of (id, name) pairs, used by scans. */
-typedef struct Item
-{
-	unsigned long long id;
-	int			mode;
-	char	   *name;			/* may be NULL */
-	size_t		name_len;
-	char	   *holder;
-	size_t		holder_len;
-} Item;
-
-typedef struct List
-{
-	Item	   *items;
-	int			n;
-	int			cap;
-	int			oom;
-} List;
-
-static Item *
-lst_push(List *l)
-{
-	if (l->n == l->cap)
-	{
-		int			cap = l->cap ? l->cap * 2 : 16;
-		Item	   *it = realloc(l->items, sizeof(Item) * cap);
-
-		if (it == NULL)
-		{
-			l->oom = 1;
-			return NULL;
-		}
-		l->items = it;
-		l->cap = cap;
-	}
-	memset(&l->items[l->n], 0, sizeof(Item));
-	return &l->items[l->n++];
-}
-
-static void
-lst_free(List *l)
-{
-	for (int i = 0; i < l->n; i++)
-	{
-		free(l->items[i].name);
-		free(l->items[i].holder);
-	}
-	free(l->items);
-	memset(l, 0, sizeof(*l));
-}
-
-static char *
-dup_bytes(const char *s, size_t len)
-{
-	char	   *d = malloc(len + 1);
-
-	if (d)
-	{
-		memcpy(d, s, len);
-		d[len] = '\0';
-	}
-	return d;
-}
-
-/* rows (name) */
 static int
-cb_names(void *arg, const Row *r)
+run(int q, Param *p, int np, unsigned long long *affected, DlockErr *err)
 {
-	List	   *l = arg;
-	Item	   *it = lst_push(l);
+	MYSQL_STMT *st = stmt(q, err);
+	MYSQL_BIND	b[8];
 
-	if (it == NULL)
-		return 1;
-	it->name = dup_bytes(r->v[0], r->len[0]);
-	it->name_len = r->len[0];
-	if (it->name == NULL)
-		l->oom = 1;
-	return l->oom;
+	if (st == NULL)
+		return -1;
+	return execute_bound(st, p, np, b, affected, err);
 }
 
-/* rows (id, name) */
-static int
-cb_id_names(void *arg, const Row *r)
+/* Result columns of the loading queries. */
+#define MAXCOL 18
+#define STRCAP 2050
+typedef struct Cols
 {
-	List	   *l = arg;
-	Item	   *it = lst_push(l);
+	MYSQL_BIND	b[MAXCOL];
+	long long	i[MAXCOL];
+	char		s[MAXCOL][STRCAP];
+	unsigned long len[MAXCOL];
+	my_bool		null[MAXCOL];
+} Cols;
 
-	if (it == NULL)
-		return 1;
-	it->id = (unsigned long long) row_int(r, 0, 0);
-	it->name = dup_bytes(r->v[1], r->len[1]);
-	it->name_len = r->len[1];
-	if (it->name == NULL)
-		l->oom = 1;
-	return l->oom;
-}
-
-/* ------------------------------------------------------------------------
- * Waiter registry
- * ------------------------------------------------------------------------ */
-enum
+/* Run a query whose columns are 'types' ('i' integer, 's' bytes). */
+static MYSQL_STMT *
+query(int q, Param *p, int np, Cols *c, const char *types, DlockErr *err)
 {
-	W_WAITING, W_GRANTED, W_WITHDRAWN
-};
+	MYSQL_STMT *st;
 
-typedef struct Waiter
-{
-	struct Waiter *next;
-	struct Waiter *prev;
-	const char *name;
-	size_t		name_len;
-	unsigned long long ticket;	/* 0 until the enqueue committed */
-	int			state;
-	int			poked;			/* look at the tables: news were lost */
-	long long	token;
-	pthread_cond_t cond;
-	/* decisions on the name made while the ticket was not known yet */
-	int			npending;
-	struct
-	{
-		unsigned long long ticket;
-		long long	token;		/* 0: withdrawn */
-	}			pending[16];
-} Waiter;
-
-static Waiter *reg_head = NULL;
-
-static void
-reg_add(Waiter *w)
-{
-	pthread_mutex_lock(&reg_mutex);
-	w->prev = NULL;
-	w->next = reg_head;
-	if (reg_head)
-		reg_head->prev = w;
-	reg_head = w;
-	pthread_mutex_unlock(&reg_mutex);
-}
-
-static void
-reg_remove(Waiter *w)
-{
-	pthread_mutex_lock(&reg_mutex);
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		reg_head = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	pthread_mutex_unlock(&reg_mutex);
-}
-
-
-/* ------------------------------------------------------------------------
- * Steps: one CALL of a dlock.step_* procedure, one transaction.
- * ------------------------------------------------------------------------ */
-
-/* The state a step reports (the procedures' first column). */
-enum
-{
-	ST_NONE = 0,				/* not held */
-	ST_GRANTED = 1,				/* granted, released, found */
-	ST_WAITING = 2,
-	ST_REFUSED = 3,				/* try-acquire: not now */
-	ST_STRONGER = 4,			/* held in a weaker mode (DL003) */
-	ST_WITHDRAWN = 5,
-	ST_OUTSIDE_GRANTS = 6,		/* the name is outside the caller's grants */
-	ST_QUOTA = 7				/* over the account's quota (expiry: which) */
-};
-
-/* A step's result row. */
-typedef struct Step
-{
-	int			found;
-	int			state;
-	long long	token;			/* 0: none */
-	unsigned long long ticket;	/* 0: none */
-	int			head;			/* first in its name's queue */
-	long long	next_expiry_us; /* -1: no lease on the name */
-	long long	count;
-	char	   *granted;		/* "ticket:token," per grant */
-	char	   *withdrawn;		/* "ticket," per withdrawn request */
-	char	   *expiry;			/* NULL: none */
-	int			oom;
-} Step;
-
-static void
-step_free(Step *s)
-{
-	free(s->granted);
-	free(s->withdrawn);
-	free(s->expiry);
-	memset(s, 0, sizeof(*s));
-}
-
-static char *
-col_dup(const Row *r, int i, int *oom)
-{
-	char	   *d;
-
-	if (i >= r->ncol || r->null[i])
+	if (run(q, p, np, NULL, err) != 0)
 		return NULL;
-	d = dup_bytes(r->v[i], r->len[i]);
-	if (d == NULL)
-		*oom = 1;
-	return d;
+	st = stmts[q];
+	memset(c->b, 0, sizeof(c->b));
+	for (int k = 0; types[k]; k++)
+	{
+		c->b[k].is_null = &c->null[k];
+		c->b[k].length = &c->len[k];
+		if (types[k] == 'i')
+		{
+			c->b[k].buffer_type = MYSQL_TYPE_LONGLONG;
+			c->b[k].buffer = &c->i[k];
+		}
+		else
+		{
+			c->b[k].buffer_type = MYSQL_TYPE_BLOB;
+			c->b[k].buffer = c->s[k];
+			c->b[k].buffer_length = STRCAP - 1;
+		}
+	}
+	if (mysql_stmt_bind_result(st, c->b) != 0 || mysql_stmt_store_result(st) != 0)
+	{
+		stmt_fail(st, err);
+		return NULL;
+	}
+	return st;
 }
 
+/* Next row: 1, 0 at the end, -1 on error.  Strings are NUL-terminated. */
 static int
-cb_step(void *arg, const Row *r)
+fetch(MYSQL_STMT *st, Cols *c, const char *types, DlockErr *err)
 {
-	Step	   *s = arg;
+	int			f = mysql_stmt_fetch(st);
 
-	s->found = 1;
-	s->state = (int) row_int(r, 0, ST_NONE);
-	s->token = row_int(r, 1, 0);
-	s->ticket = (unsigned long long) row_int(r, 2, 0);
-	s->head = (int) row_int(r, 3, 0);
-	s->next_expiry_us = row_int(r, 4, -1);
-	s->count = row_int(r, 5, 0);
-	s->granted = col_dup(r, 6, &s->oom);
-	s->withdrawn = col_dup(r, 7, &s->oom);
-	s->expiry = col_dup(r, 8, &s->oom);
+	if (f == MYSQL_NO_DATA)
+	{
+		mysql_stmt_free_result(st);
+		return 0;
+	}
+	if (f != 0)
+	{
+		if (f == MYSQL_DATA_TRUNCATED)
+			set_err(err, DLOCK_ER_UNKNOWN, "lock store: a value is longer than %d bytes", STRCAP - 1);
+		else
+			set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_stmt_error(st));
+		mysql_stmt_free_result(st);
+		mysql_stmt_reset(st);
+		return -1;
+	}
+	for (int k = 0; types[k]; k++)
+		if (types[k] == 's')
+			c->s[k][c->null[k] ? 0 : c->len[k]] = '\0';
 	return 1;
 }
 
-/*
- * next_entry
- *		Walk a step's list, "t:tok,t:tok," (granted) or "t,t," (withdrawn,
- *		*token = 0); returns 0 at its end.
- */
-static int
-next_entry(const char **p, unsigned long long *ticket, long long *token)
-{
-	char	   *end;
-
-	if (*p == NULL || **p == '\0')
-		return 0;
-	*ticket = strtoull(*p, &end, 10);
-	if (end == *p)
-		return 0;
-	*token = 0;
-	if (*end == ':')
-		*token = strtoll(end + 1, &end, 10);
-	*p = (*end == ',') ? end + 1 : end;
-	return 1;
-}
-
-/*
- * notify
- *		After a step committed: mark local waiters whose tickets it granted
- *		or withdrew and wake them.  A waiter of the same name whose ticket is
- *		not known yet (its own step is still running) keeps the decisions in
- *		its pending list and checks them once it learns its ticket; only if
- *		that list overflows does it look at the tables.
- */
-static void
-notify(const char *name, size_t name_len, const Step *s)
-{
-	if (!(s->granted && s->granted[0]) && !(s->withdrawn && s->withdrawn[0]))
-		return;
-	pthread_mutex_lock(&reg_mutex);
-	for (Waiter *w = reg_head; w; w = w->next)
-	{
-		int			hit = 0;
-
-		if (w->name_len != name_len || memcmp(w->name, name, name_len) != 0)
-			continue;
-		for (int list = 0; list < 2; list++)
-		{
-			const char *p = list == 0 ? s->granted : s->withdrawn;
-			unsigned long long t;
-			long long	tok;
-
-			while (next_entry(&p, &t, &tok))
-			{
-				if (w->ticket == 0)
-				{
-					if (w->npending < (int) (sizeof(w->pending) / sizeof(w->pending[0])))
-					{
-						w->pending[w->npending].ticket = t;
-						w->pending[w->npending].token = list == 0 ? tok : 0;
-						w->npending++;
-					}
-					else if (!w->poked)
-					{
-						w->poked = 1;
-						hit = 1;
-					}
-				}
-				else if (t == w->ticket && w->state == W_WAITING)
-				{
-					w->state = list == 0 ? W_GRANTED : W_WITHDRAWN;
-					w->token = tok;
-					hit = 1;
-				}
-			}
-		}
-		if (hit)
-			pthread_cond_signal(&w->cond);
-	}
-	pthread_mutex_unlock(&reg_mutex);
-}
-
-static int
-is_retryable(unsigned int no)
-{
-	/* deadlock; Galera certification failures also report 1213 */
-	return no == 1213;
-}
-
-/* The connection is unusable: closed, lost, killed, or its server stopping. */
-static int
-is_conn_error(unsigned int no)
-{
-	return no == CR_SERVER_GONE_ERROR || no == CR_SERVER_LOST ||
-		no == CR_CONNECTION_ERROR || no == CR_CONN_HOST_ERROR ||
-		no == CR_SERVER_LOST_EXTENDED ||
-		no == 1927 ||			/* ER_CONNECTION_KILLED: KILL of the connection */
-		no == 1053;				/* ER_SERVER_SHUTDOWN */
-}
-
-/*
- * is_lost: the statement may or may not have run to its end - the
- * connection went away, or KILL QUERY (1317) hit the plugin's own
- * connection.  Repeating it is safe for the steps marked in has_req and
- * for the idempotent rest.
- */
-static int
-is_lost(unsigned int no)
-{
-	return is_conn_error(no) || no == 1317;
-}
-
-/* A request id for one call: random, so two calls never share one. */
-static long long
-new_req(void)
-{
-	unsigned long long r = 0;
-
-	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t) sizeof(r))
-	{
-		static unsigned long long counter;
-
-		r = ((unsigned long long) now_us() << 16) ^
-			__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) ^ (unsigned long long) getpid();
-	}
-	return (long long) (r >> 1);
-}
-
-/* The mode matrix for the procedures, packed from core/ once. */
-static long long packed_conflicts;
-static long long packed_covers;
-
-static void
-pack_matrix(void)
-{
-	for (int m = 0; m < DLOCK_NMODES; m++)
-	{
-		packed_conflicts |= (long long) (dlock_mode_conflicts(m) & 63) << (6 * m);
-		for (int w = 0; w < DLOCK_NMODES; w++)
-			if (dlock_mode_covers(m, w))
-				packed_covers |= 1LL << (6 * m + w);
-	}
-}
-
-/*
- * run_step
- *		CALL step qid with params on a pooled connection, retrying
- *		deadlocks, and repeating it on a new connection when the connection
- *		was lost (a pooled connection killed while idle, or one killed during
- *		the step: the step may have committed, and p_retry tells it to look
- *		for what its lost attempt did).  On success wake the local waiters it
- *		decided and return 0 with *out filled (caller frees it: step_free).
- */
-static int
-run_step(const char *fn, const char *name, size_t len, int qid, P *p,
-		 int np, Step *out, DlockErr *err)
-{
-	int			lost = 0;
-
-	for (int attempt = 0;; attempt++)
-	{
-		Conn	   *c = conn_get(fn, lost > 0, err);
-		QErr		qe;
-		int			r;
-
-		memset(out, 0, sizeof(*out));
-		if (c == NULL)
-			return -1;
-		if (has_req[qid])
-			p[np - 1] = PI(lost > 0);
-		r = q_run(c, qid, p, np, cb_step, out, NULL, NULL, fn, err, &qe);
-		if (r == 0 && (out->oom || !out->found))
-		{
-			set_err(err, DLOCK_ER_UNKNOWN, out->oom ? "%s: out of memory" :
-					"%s: lock store: the step returned no result", fn);
-			r = -1;
-		}
-		if (r != 0)
-		{
-			int			broken = is_conn_error(qe.no);
-
-			/* an error inside the procedure may leave its transaction open */
-			if (!broken)
-				(void) mysql_rollback(c->my);
-			conn_put(c, broken);
-			step_free(out);
-			if (is_retryable(qe.no) && attempt < MAX_DEADLOCK_RETRIES)
-			{
-				usleep(1000 * (attempt + 1));
-				continue;
-			}
-			if (is_lost(qe.no) && lost < MAX_LOST_RETRIES)
-			{
-				lost++;
-				continue;
-			}
-			return -1;
-		}
-		conn_put(c, 0);
-		notify(name, len, out);
-		return 0;
-	}
-}
-
-#define STEP(fn, name, len, qid, out, err, ...) \
-	run_step((fn), (name), (len), (qid), (P[]) {__VA_ARGS__}, \
-			 (int) (sizeof((P[]) {__VA_ARGS__}) / sizeof(P)), (out), (err))
-
-/*
- * The holder key: "k:" + the account's length, ':', the account and the
- * owner key - a key serves only the account that uses it: the same key
- * from another account names another holder -, or "s:" +
- * server/incarnation/conn.
- */
-static size_t
-make_holder(const DlockCaller *who, const DlockReq *req, char *buf, size_t size)
-{
-	int			n;
-
-	if (req->owner)
-	{
-		n = snprintf(buf, size, "k:%zu:%.*s", who->account_len,
-					 (int) who->account_len, who->account);
-		memcpy(buf + n, req->owner, req->owner_len);
-		return (size_t) n + req->owner_len;
-	}
-	n = snprintf(buf, size, "s:%s/%s/%llu", server_id, incarnation,
-				 who->conn_id);
-	return (size_t) n;
-}
-
-#define HOLDER_BUF (DLOCK_MAX_OWNER_LEN + DLOCK_MAX_ACCOUNT_LEN + 16 + 200)
-
-/*
- * status
- *		A waiter's look at its ticket (withdraw: take it out of the queue,
- *		kill: give back a grant found instead).
- */
-static int
-status(const DlockReq *req, const char *holder, size_t hlen,
-	   unsigned long long ticket, int withdraw, int kill, Step *s,
-	   DlockErr *err)
-{
-	return STEP(req->fn, req->name, req->name_len, Q_STATUS, s, err,
-				PS(req->name, req->name_len), PS(holder, hlen), PI(ticket),
-				PI(withdraw), PI(kill), PI(packed_conflicts), PI(new_req()),
-				PI(0));
-}
-
-/*
- * cancel
- *		Best effort after a failed call: no queue row of the call may stay
- *		behind (a lost attempt's neither), nor a grant it made, found by the
- *		call's request id.  What this misses the reaper withdraws (queue rows
- *		of this server without a waiting call).
- */
-static void
-cancel(const DlockReq *req, const char *holder, size_t hlen, long long rq)
-{
-	DlockErr	e2;
-	Step		s;
-
-	if (STEP(req->fn, req->name, req->name_len, Q_CANCEL, &s, &e2,
-			 PS(req->name, req->name_len), PS(holder, hlen), PI(rq),
-			 PI(packed_conflicts)) == 0)
-		step_free(&s);
-}
-
+/* ------------------------------------------------------------------------
+ * Installed, loading
+ * ------------------------------------------------------------------------ */
 int
-dls_acquire(const DlockCaller *who, const DlockReq *req, int try_only,
-			long long *token, DlockErr *err)
+store_installed(int *installed, DlockErr *err)
 {
-	char		holder[HOLDER_BUF];
-	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
-	Step		a;
-	Waiter		w;
-	long long	rq = new_req();
-	long long	start = now_us();
-	long long	deadline = req->timeout_us < 0 ? -1 : start + req->timeout_us;
-	long long	next_recheck;
-	long long	expiry_at = -1;
-	int			head;
-	int			rc = -1;
-	int			look = 0;
-	char		nb[80];
+	Cols		c;
+	MYSQL_STMT *st = query(Q_INSTALLED, NULL, 0, &c, "i", err);
+	int			f;
 
-	*token = 0;
-	memset(&w, 0, sizeof(w));
-	w.name = req->name;
-	w.name_len = req->name_len;
-	w.state = W_WAITING;
-	pthread_cond_init(&w.cond, &cond_attr);
-	if (!try_only)
-		reg_add(&w);
+	if (st == NULL)
+		return -1;
+	*installed = 0;
+	while ((f = fetch(st, &c, "i", err)) == 1)
+		*installed = c.i[0] == 3;
+	return f;
+}
 
-	if (STEP(req->fn, req->name, req->name_len, Q_ACQUIRE, &a, err,
-			 PS(req->name, req->name_len), PS(holder, hlen),
-			 PS(who->account, who->account_len),
-			 PS(who->role, who->role_len),
-			 PI((who->access & DLOCK_ACCESS_ADMIN) == 0),
-			 req->owner ? PS(req->owner, req->owner_len) : PN,
-			 PS(server_id, strlen(server_id)),
-			 PS(incarnation, strlen(incarnation)),
-			 PI(who->conn_id), PI(req->mode), PIN(req->ttl_us),
-			 PIN(req->timeout_us), PI(try_only), PI(packed_conflicts),
-			 PI(packed_covers), PI(rq), PI(0)) != 0)
-	{
-		cancel(req, holder, hlen, rq);
-		goto out;
-	}
-	if (a.state == ST_OUTSIDE_GRANTS)
-	{
-		set_err(err, DLOCK_ER_ACCESS,
-				"%s: permission denied for lock \"%s\": outside the prefixes "
-				"granted to %.200s%s%.100s [42501]", req->fn,
-				show_name(req->name, req->name_len, nb, sizeof(nb)),
-				who->account, who->role_len ? " and its role " : "",
-				who->role);
-		goto out;
-	}
-	if (a.state == ST_QUOTA)
-	{
-		set_err(err, DLOCK_ER_QUOTA,
-				"%s: lock quota exceeded for %.200s (%s) [53400]", req->fn,
-				who->account, a.expiry ? a.expiry : "?");
-		goto out;
-	}
-	if (a.state == ST_STRONGER)
-	{
-		set_err(err, DLOCK_ER_UNKNOWN,
-				"%s: lock \"%s\" is already held in a weaker mode; "
-				"release it before asking for %s [DL003]", req->fn,
-				show_name(req->name, req->name_len, nb, sizeof(nb)),
-				req->mode == DLOCK_MODE_EX ? "exclusive" : "shared");
-		goto out;
-	}
-	if (a.state != ST_WAITING)
-	{
-		*token = a.state == ST_GRANTED ? a.token : 0;
-		rc = 0;
-		goto out;
-	}
+static int
+load_counter(DLockManager *m, DlockErr *err)
+{
+	Cols		c;
+	MYSQL_STMT *st = query(Q_COUNTER_LOAD, NULL, 0, &c, "i", err);
+	int64_t		hi = 1;
+	int			f;
 
-	/*
-	 * Queued: wait for a wake-up, a timeout, a kill or the re-check.  Steps
-	 * that decided about our ticket before we knew it left it pending.
-	 */
-	pthread_mutex_lock(&reg_mutex);
-	w.ticket = a.ticket;
-	for (int i = 0; i < w.npending; i++)
-		if (w.pending[i].ticket == w.ticket)
+	if (st == NULL)
+		return -1;
+	while ((f = fetch(st, &c, "i", err)) == 1)
+		hi = c.null[0] ? 1 : c.i[0];
+	if (f < 0)
+		return -1;
+	dlm_set_counter(m, hi);
+	return 0;
+}
+
+static int
+load_held(DLockManager *m, DlockErr *err)
+{
+	static Cols c;				/* the manager thread's only */
+	const char *types = "issiiiiiiiisiiis";
+	MYSQL_STMT *st = query(Q_HELD_LOAD, NULL, 0, &c, types, err);
+	int			f;
+
+	if (st == NULL)
+		return -1;
+	while ((f = fetch(st, &c, types, err)) == 1)
+	{
+		DLmHolderRow r;
+		DLmError	e;
+
+		memset(&r, 0, sizeof(r));
+		r.token = c.i[0];
+		r.name = c.s[1];
+		r.owner_key = c.null[2] ? NULL : c.s[2];
+		r.pid = session_pid((unsigned long long) c.i[3]);
+		r.backend_start = c.i[4];
+		r.mode = (int) c.i[5];
+		r.count = (int32_t) c.i[6];
+		r.granted_at = c.i[7];
+		r.expires_at = c.null[8] ? 0 : c.i[8];
+		r.ttl_us = c.null[9] ? 0 : c.i[9];
+		r.implied = c.i[10] != 0;
+		r.role = accounts_intern(c.s[11], c.len[11]);
+		r.kept = (int32_t) c.i[12];
+		r.capacity = c.null[13] ? 0 : (int32_t) c.i[13];
+		r.permits = c.null[14] ? 0 : (int32_t) c.i[14];
+		r.value = c.null[15] ? NULL : c.s[15];
+		e = dlm_load_holder(m, &r);
+		if (e != DLM_OK)
 		{
-			w.state = w.pending[i].token ? W_GRANTED : W_WITHDRAWN;
-			w.token = w.pending[i].token;
+			set_err(err, DLOCK_ER_UNKNOWN,
+					"cannot load the row of token %lld from dlock.held: %s",
+					(long long) r.token, dlm_error_message(e));
+			mysql_stmt_free_result(st);
+			return -1;
 		}
-	w.npending = 0;
-	pthread_mutex_unlock(&reg_mutex);
-	head = a.head;
-	if (head && a.next_expiry_us >= 0)
-		expiry_at = now_us() + a.next_expiry_us;
-	next_recheck = now_us() + DLOCK_RECHECK_MS * 1000LL;
+	}
+	return f;
+}
 
+/* Kept places, one request (all its parts) at a time. */
+static int
+load_kept(DLockManager *m, DLockTime now, DlockErr *err)
+{
+	static Cols c;
+	const char *types = "issiiiiiiiisiiiiis";
+	MYSQL_STMT *st = query(Q_KEPT_LOAD, NULL, 0, &c, types, err);
+	DLmWaiterRow *rows = NULL;
+	char	   *strs = NULL;
+	int			n = 0;
+	long long	request = -1;
+	int			f;
+	int			rc = 0;
+
+	if (st == NULL)
+		return -1;
+	rows = calloc(DLOCK_MAX_MULTI * (DLOCK_MAX_PATH_DEPTH + 1), sizeof(DLmWaiterRow));
+	strs = malloc((size_t) DLOCK_MAX_MULTI * (DLOCK_MAX_PATH_DEPTH + 1) * 3 * STRCAP);
+	if (rows == NULL || strs == NULL)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+		mysql_stmt_free_result(st);
+		free(rows);
+		free(strs);
+		return -1;
+	}
 	for (;;)
 	{
-		int			state;
-		long long	now;
-		int			withdraw = 0,
-					kill = 0;
-		Step		s;
-
-		pthread_mutex_lock(&reg_mutex);
-		if (w.poked)
+		f = fetch(st, &c, types, err);
+		if (f < 0)
 		{
-			w.poked = 0;
-			look = 1;
-		}
-		if (w.state == W_WAITING && !look)
-		{
-			long long	until = now_us() + DLOCK_KILL_CHECK_MS * 1000LL;
-			struct timespec ts;
-
-			if (deadline >= 0 && deadline < until)
-				until = deadline;
-			if (next_recheck < until)
-				until = next_recheck;
-			if (head && expiry_at >= 0 && expiry_at < until)
-				until = expiry_at;
-			ts.tv_sec = until / 1000000LL;
-			ts.tv_nsec = (until % 1000000LL) * 1000;
-			pthread_cond_timedwait(&w.cond, &reg_mutex, &ts);
-		}
-		state = w.state;
-		pthread_mutex_unlock(&reg_mutex);
-
-		if (state == W_GRANTED)
-		{
-			*token = w.token;
-			rc = 0;
+			rc = -1;
 			break;
 		}
-		now = now_us();
-		if (state == W_WITHDRAWN)
-			withdraw = 0;		/* someone took the request out; confirm */
-		else if (who->killed && who->killed(who->killed_arg))
-			withdraw = kill = 1;
-		else if (deadline >= 0 && now >= deadline)
-			withdraw = 1;
-		else if (!(look || now >= next_recheck ||
-				   (head && expiry_at >= 0 && now >= expiry_at)))
-			continue;
+		if (n > 0 && (f == 0 || c.i[14] != request ||
+					  n == DLOCK_MAX_MULTI * (DLOCK_MAX_PATH_DEPTH + 1)))
+		{
+			DLmError	e = dlm_load_kept(m, rows, n);
 
-		look = 0;
-		if (status(req, holder, hlen, a.ticket, withdraw, kill, &s, err) != 0)
-		{
-			cancel(req, holder, hlen, rq);
-			break;
-		}
-		if (s.state == ST_GRANTED)
-		{
-			*token = s.token;
-			rc = 0;
-			step_free(&s);
-			break;
-		}
-		if (s.state == ST_WITHDRAWN)
-		{
-			step_free(&s);
-			if (withdraw)
+			if (e != DLM_OK)
 			{
-				/* timeout: NULL; kill: the server reports the kill */
-				rc = 0;
+				set_err(err, DLOCK_ER_UNKNOWN,
+						"cannot load the kept place of request %lld from dlock.queue: %s",
+						request, dlm_error_message(e));
+				if (f == 1)
+					mysql_stmt_free_result(st);
+				rc = -1;
 				break;
 			}
-			set_err(err, DLOCK_ER_UNKNOWN,
-					"%s: the request for lock \"%s\" was withdrawn by "
-					"dlock_release_all() of its owner or by the reaper [DL002]",
-					req->fn, show_name(req->name, req->name_len, nb, sizeof(nb)));
+			n = 0;
+		}
+		if (f == 0)
 			break;
-		}
-		/* still waiting */
-		head = s.head;
-		expiry_at = s.next_expiry_us >= 0 ? now_us() + s.next_expiry_us : -1;
-		next_recheck = now_us() + DLOCK_RECHECK_MS * 1000LL;
-		step_free(&s);
-	}
-
-out:
-	step_free(&a);
-	if (!try_only)
-		reg_remove(&w);
-	pthread_cond_destroy(&w.cond);
-	return rc;
-}
-
-/*
- * dls_give_back
- *		Undo one grant of token that the caller will never learn of (its
- *		statement was killed as the grant arrived): one level of a re-entrant
- *		hold, or the whole grant, handed on to the next in line.
- */
-int
-dls_give_back(const DlockCaller *who, const DlockReq *req, long long token,
-			  DlockErr *err)
-{
-	char		holder[HOLDER_BUF];
-	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
-	Step		s;
-
-	if (status(req, holder, hlen, (unsigned long long) token, 1, 1, &s, err) != 0)
-		return -1;
-	step_free(&s);
-	return 0;
-}
-
-/* ------------------------------------------------------------------------
- * Release, renew, release_all, holder
- * ------------------------------------------------------------------------ */
-int
-dls_release(const DlockCaller *who, const DlockReq *req, int *released,
-			DlockErr *err)
-{
-	char		holder[HOLDER_BUF];
-	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
-	Step		s;
-	char		nb[80];
-
-	if (STEP(req->fn, req->name, req->name_len, Q_RELEASE, &s, err,
-			 PS(req->name, req->name_len), PS(holder, hlen),
-			 PI(packed_conflicts), PI(new_req()), PI(0)) != 0)
-		return -1;
-	*released = s.state == ST_GRANTED;
-	step_free(&s);
-	if (!*released)
-	{
-		set_err(err, DLOCK_ER_UNKNOWN,
-				"%s: lock \"%s\" is not held by this %s", req->fn,
-				show_name(req->name, req->name_len, nb, sizeof(nb)),
-				req->owner ? "owner" : "session");
-		err->warning = 1;
-	}
-	return 0;
-}
-
-int
-dls_renew(const DlockCaller *who, const DlockReq *req, char *expiry,
-		  size_t expiry_size, int *no_lease, DlockErr *err)
-{
-	char		holder[HOLDER_BUF];
-	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
-	Step		s;
-	char		nb[80];
-	int			rc = -1;
-
-	if (STEP(req->fn, req->name, req->name_len, Q_RENEW, &s, err,
-			 PS(req->name, req->name_len), PS(holder, hlen),
-			 PIN(req->ttl_us)) != 0)
-		return -1;
-	if (s.state != ST_GRANTED)
-	{
-		set_err(err, DLOCK_ER_UNKNOWN,
-				"%s: lock \"%s\" is not held by this %s: the lease was lost "
-				"[DL001]", req->fn,
-				show_name(req->name, req->name_len, nb, sizeof(nb)),
-				req->owner ? "owner" : "session");
-		goto out;
-	}
-	*no_lease = s.expiry == NULL;
-	if (!*no_lease)
-		snprintf(expiry, expiry_size, "%s", s.expiry);
-	rc = 0;
-out:
-	step_free(&s);
-	return rc;
-}
-
-/* Run a scan statement on a pooled connection, outside any transaction. */
-static int
-scan(const char *fn, int qid, const P *p, int np, RowCb cb, void *arg,
-	 DlockErr *err)
-{
-	for (int lost = 0;; lost++)
-	{
-		Conn	   *c = conn_get(fn, lost > 0, err);
-		QErr		qe;
-		int			r;
-
-		if (c == NULL)
-			return -1;
-		r = q_run(c, qid, p, np, cb, arg, NULL, NULL, fn, err, &qe);
-		conn_put(c, r != 0 && is_conn_error(qe.no));
-		/* a read: repeat it on a new connection if this one was lost */
-		if (r != 0 && is_lost(qe.no) && lost < MAX_LOST_RETRIES)
-			continue;
-		return r;
-	}
-}
-
-int
-dls_act_as_key_owner(DlockCaller *who, const DlockReq *req, DlockErr *err)
-{
-	List		accounts = {0};
-	P			p[2] = {PS(req->owner, req->owner_len),
-	PS(req->owner, req->owner_len)};
-	int			rc = -1;
-
-	if (req->owner == NULL || !(who->access & DLOCK_ACCESS_ADMIN))
-		return 0;
-	if (scan(req->fn, Q_KEY_ACCOUNTS, p, 2, cb_names, &accounts, err) != 0)
-		goto out;
-	if (accounts.oom)
-	{
-		set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", req->fn);
-		goto out;
-	}
-	if (accounts.n > 1)
-	{
-		set_err(err, DLOCK_ER_UNKNOWN,
-				"%s: the owner key is used by more than one account; "
-				"dlock_admin cannot tell whose to act for", req->fn);
-		goto out;
-	}
-	if (accounts.n == 1 && accounts.items[0].name_len < sizeof(who->account))
-	{
-		memcpy(who->account, accounts.items[0].name, accounts.items[0].name_len);
-		who->account[accounts.items[0].name_len] = '\0';
-		who->account_len = accounts.items[0].name_len;
-	}
-	rc = 0;
-out:
-	lst_free(&accounts);
-	return rc;
-}
-
-int
-dls_release_all(const DlockCaller *who, const DlockReq *req, long long *count,
-				DlockErr *err)
-{
-	char		holder[HOLDER_BUF];
-	size_t		hlen = make_holder(who, req, holder, sizeof(holder));
-	List		names = {0};
-	P			p[2] = {PS(holder, hlen), PS(holder, hlen)};
-	int			rc = -1;
-
-	*count = 0;
-	if (scan(req->fn, Q_NAMES_OF_HOLDER, p, 2, cb_names, &names, err) != 0)
-		goto out;
-	if (names.oom)
-	{
-		set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", req->fn);
-		goto out;
-	}
-	for (int i = 0; i < names.n; i++)
-	{
-		Item	   *it = &names.items[i];
-		Step		s;
-
-		if (STEP(req->fn, it->name, it->name_len, Q_RELEASE_ALL, &s, err,
-				 PS(it->name, it->name_len), PS(holder, hlen),
-				 PI(packed_conflicts), PI(new_req()), PI(0)) != 0)
-			goto out;
-		*count += s.count;
-		step_free(&s);
-	}
-	rc = 0;
-out:
-	lst_free(&names);
-	return rc;
-}
-
-int
-dls_holder(const DlockCaller *who, const DlockReq *req, char **out,
-		   size_t *out_len, DlockErr *err)
-{
-	StrRow		sr = {0};
-	P			p[4] = {PS(who->account, who->account_len),
-		PI((who->access & DLOCK_ACCESS_ADMIN) != 0),
-		PI((who->access & DLOCK_ACCESS_MONITOR) != 0),
-	PS(req->name, req->name_len)};
-
-	*out = NULL;
-	*out_len = 0;
-	if (scan(req->fn, Q_HOLDER, p, 4, cb_str_row, &sr, err) != 0)
-	{
-		free(sr.s);
-		return -1;
-	}
-	if (sr.found && !sr.isnull)
-	{
-		if (sr.s == NULL)
 		{
-			set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", req->fn);
-			return -1;
+			DLmWaiterRow *r = &rows[n];
+			char	   *sp = strs + (size_t) n * 3 * STRCAP;
+
+			memset(r, 0, sizeof(*r));
+			memcpy(sp, c.s[1], c.len[1] + 1);
+			r->name = sp;
+			memcpy(sp + STRCAP, c.s[2], c.null[2] ? 1 : c.len[2] + 1);
+			r->owner_key = sp + STRCAP;
+			r->pid = session_pid((unsigned long long) c.i[3]);
+			r->backend_start = c.i[4];
+			r->mode = (int) c.i[5];
+			r->since = c.i[6];
+			r->ttl_us = c.null[8] ? 0 : c.i[8];
+			r->implied = c.i[10] != 0;
+			r->role = accounts_intern(c.s[11], c.len[11]);
+			/* a place whose call was waiting: kept a lease from now */
+			r->kept_until = c.null[13] ? now + r->ttl_us : c.i[13];
+			r->ticket = c.i[0];
+			r->capacity = c.null[15] ? 0 : (int32_t) c.i[15];
+			r->permits = c.null[16] ? 0 : (int32_t) c.i[16];
+			if (!c.null[17])
+			{
+				memcpy(sp + 2 * STRCAP, c.s[17], c.len[17] + 1);
+				r->value = sp + 2 * STRCAP;
+			}
+			request = c.i[14];
+			n++;
 		}
-		*out = sr.s;
-		*out_len = sr.len;
 	}
+	free(rows);
+	free(strs);
+	return rc;
+}
+
+static int
+load_alive(StoreLoad *load, DlockErr *err)
+{
+	Cols		c;
+	MYSQL_STMT *st = query(Q_ALIVE, NULL, 0, &c, "i", err);
+	size_t		cap = 0;
+	int			f;
+
+	if (st == NULL)
+		return -1;
+	while ((f = fetch(st, &c, "i", err)) == 1)
+	{
+		if (load->nalive == cap)
+		{
+			size_t		ncap = cap ? cap * 2 : 256;
+			unsigned long long *a = realloc(load->alive, ncap * sizeof(*a));
+
+			if (a == NULL)
+			{
+				set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+				mysql_stmt_free_result(st);
+				return -1;
+			}
+			load->alive = a;
+			cap = ncap;
+		}
+		load->alive[load->nalive++] = (unsigned long long) c.i[0];
+	}
+	return f;
+}
+
+int
+store_load(StoreLoad *load, DlockErr *err)
+{
+	if (load_counter(load->m, err) != 0 ||
+		load_held(load->m, err) != 0 ||
+		load_kept(load->m, load->now, err) != 0 ||
+		run(Q_QUEUE_CLEAN, NULL, 0, NULL, err) != 0 ||
+		load_alive(load, err) != 0)
+		return -1;
 	return 0;
 }
 
 int
-dls_grant(const char *fn, const char *grantee, size_t grantee_len,
-		  const char *prefix, size_t prefix_len, int revoke, int *changed,
-		  DlockErr *err)
+store_load_grants(StoreGrantFn grant_fn, StoreQuotaFn quota_fn, DlockErr *err)
 {
-	StrRow		sr = {0};
-	P			p[3] = {PS(grantee, grantee_len), PS(prefix, prefix_len),
-	PI(revoke)};
+	static Cols c;
+	MYSQL_STMT *st = query(Q_GRANTS_LOAD, NULL, 0, &c, "ss", err);
+	int			f;
 
-	*changed = 0;
-	if (scan(fn, Q_GRANT, p, 3, cb_str_row, &sr, err) != 0)
+	if (st == NULL)
+		return -1;
+	while ((f = fetch(st, &c, "ss", err)) == 1)
+		grant_fn(c.s[0], c.len[0], c.s[1], c.len[1]);
+	if (f < 0)
+		return -1;
+	st = query(Q_QUOTAS_LOAD, NULL, 0, &c, "siiii", err);
+	if (st == NULL)
+		return -1;
+	while ((f = fetch(st, &c, "siiii", err)) == 1)
 	{
-		free(sr.s);
+		long long	limits[4] = {c.i[1], c.i[2], c.i[3], c.i[4]};
+
+		quota_fn(c.s[0], c.len[0], limits);
+	}
+	if (f < 0)
+		return -1;
+	/* a read-only transaction: end it, so the next reads see new rows */
+	if (mysql_commit(conn) != 0)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
 		return -1;
 	}
-	if (sr.found && !sr.isnull && sr.s)
-		*changed = atoi(sr.s) > 0;
-	free(sr.s);
 	return 0;
-}
-
-int
-dls_set_quota(const char *fn, const char *grantee, size_t grantee_len,
-			  const long long limits[4], DlockErr *err)
-{
-	StrRow		sr = {0};
-	P			p[5] = {PS(grantee, grantee_len), PIN(limits[0]),
-		PIN(limits[1]), PIN(limits[2]), PIN(limits[3])};
-	int			r = scan(fn, Q_SET_QUOTA, p, 5, cb_str_row, &sr, err);
-
-	free(sr.s);
-	return r;
 }
 
 /* ------------------------------------------------------------------------
- * Reaper
+ * Writing a batch
  * ------------------------------------------------------------------------ */
+/* Rows of one kind, collected for a batch: NCOL parameters each. */
 enum
 {
-	REAP_EXPIRE = 0, REAP_HOLD = 1, REAP_REQUEST = 2
+	R_HELD_UPSERT,
+	R_HELD_DELETE,
+	R_QUEUE_UPSERT,
+	R_QUEUE_DELETE,
+	NR
 };
 
-/* One reaper step per item: expire the name's leases, end kind's item. */
-static int
-reap_items(const char *fn, const List *items, int kind, long long *count,
-		   DlockErr *err)
-{
-	for (int i = 0; i < items->n; i++)
-	{
-		const Item *it = &items->items[i];
-		Step		s;
+#define HELD_NCOL 16
+#define QUEUE_NCOL 18
+#define MAX_CHUNK 64
+#define NCHUNK 7				/* 1, 2, 4, ... 64 rows */
 
-		if (STEP(fn, it->name, it->name_len, Q_REAP, &s, err,
-				 PS(it->name, it->name_len), PI(kind), PI(it->id),
-				 PI(packed_conflicts)) != 0)
+static const int row_ncol[NR] = {HELD_NCOL, 1, QUEUE_NCOL, 1};
+
+static const char *const row_head[NR] = {
+	[R_HELD_UPSERT] = "INSERT INTO dlock.held (" HELD_COLS ") VALUES ",
+	[R_HELD_DELETE] = "DELETE FROM dlock.held WHERE token IN ",
+	[R_QUEUE_UPSERT] = "INSERT INTO dlock.queue (" QUEUE_COLS ") VALUES ",
+	[R_QUEUE_DELETE] = "DELETE FROM dlock.queue WHERE ticket IN ",
+};
+
+static const char *const row_tail[NR] = {
+	[R_HELD_UPSERT] =
+	" ON DUPLICATE KEY UPDATE name = VALUES(name), owner = VALUES(owner), "
+	"conn_id = VALUES(conn_id), session_start = VALUES(session_start), "
+	"mode = VALUES(mode), `count` = VALUES(`count`), granted_us = VALUES(granted_us), "
+	"expires_us = VALUES(expires_us), ttl_us = VALUES(ttl_us), "
+	"implied = VALUES(implied), account = VALUES(account), kept = VALUES(kept), "
+	"capacity = VALUES(capacity), permits = VALUES(permits), value = VALUES(value)",
+	[R_HELD_DELETE] = "",
+	[R_QUEUE_UPSERT] =
+	" ON DUPLICATE KEY UPDATE name = VALUES(name), owner = VALUES(owner), "
+	"conn_id = VALUES(conn_id), session_start = VALUES(session_start), "
+	"mode = VALUES(mode), since_us = VALUES(since_us), timeout_us = VALUES(timeout_us), "
+	"ttl_us = VALUES(ttl_us), conversion = VALUES(conversion), "
+	"implied = VALUES(implied), account = VALUES(account), keep = VALUES(keep), "
+	"kept_until_us = VALUES(kept_until_us), request = VALUES(request), "
+	"capacity = VALUES(capacity), permits = VALUES(permits), value = VALUES(value)",
+	[R_QUEUE_DELETE] = "",
+};
+
+static MYSQL_STMT *row_stmts[NR][NCHUNK];
+
+typedef struct Rows
+{
+	Param	   *p;
+	int			n;				/* rows */
+	int			cap;			/* rows */
+	bool		oom;
+} Rows;
+
+static Rows rows[NR];
+static bool in_transaction;		/* a batch's BEGIN was sent */
+
+/*
+ * A batch whose outcome is unknown - its connection lost during the COMMIT
+ * or during its one autocommit statement - may have been applied.  One of
+ * its changes, chosen before it ran, tells: the batch is one transaction,
+ * so that change is there exactly when all of them are.
+ */
+typedef enum ProbeKind
+{
+	PROBE_NONE,
+	PROBE_HELD_PRESENT,			/* key, with count, expires, kept, mode */
+	PROBE_HELD_ABSENT,
+	PROBE_QUEUE_PRESENT,		/* key, with kept_until (in expires), keep (in kept) */
+	PROBE_QUEUE_ABSENT,
+	PROBE_COUNTER				/* hi in key */
+} ProbeKind;
+
+typedef struct Probe
+{
+	ProbeKind	kind;
+	long long	key;
+	long long	count;
+	long long	expires;
+	long long	kept;
+	long long	mode;
+} Probe;
+
+static Probe probe;
+
+/* The most telling change of the batch: a new or a deleted row first. */
+static void
+probe_choose(DLockManager *m)
+{
+	Probe		update = {PROBE_NONE, 0, 0, 0, 0, 0};
+	int64_t		hi;
+
+	probe.kind = PROBE_NONE;
+	for (DLmHolder *h = dlm_touched_holders(m); h; h = h->touched_next)
+	{
+		if (h->p.dead && h->p.stored)
+		{
+			probe = (Probe) {PROBE_HELD_ABSENT, h->stored_token, 0, 0, 0, 0};
+			return;
+		}
+		if (!h->p.dead && (!h->p.stored || h->stored_token != h->token))
+		{
+			probe = (Probe) {PROBE_HELD_PRESENT, h->token, h->count, h->expires_at,
+			h->kept, h->mode};
+			return;
+		}
+		if (!h->p.dead && h->p.dirty && update.kind == PROBE_NONE)
+			update = (Probe) {PROBE_HELD_PRESENT, h->token, h->count, h->expires_at,
+			h->kept, h->mode};
+	}
+	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
+	{
+		if (w->p.dead && w->p.stored)
+		{
+			probe = (Probe) {PROBE_QUEUE_ABSENT, w->ticket, 0, 0, 0, 0};
+			return;
+		}
+		if (!w->p.dead && !w->p.stored)
+		{
+			probe = (Probe) {PROBE_QUEUE_PRESENT, w->ticket, 0, w->kept_until, w->keep, 0};
+			return;
+		}
+		if (!w->p.dead && w->p.dirty && update.kind == PROBE_NONE)
+			update = (Probe) {PROBE_QUEUE_PRESENT, w->ticket, 0, w->kept_until, w->keep, 0};
+	}
+	if (update.kind != PROBE_NONE)
+		probe = update;
+	else if (dlm_counter_dirty(m, &hi))
+		probe = (Probe) {PROBE_COUNTER, hi, 0, 0, 0, 0};
+}
+
+/* Whether an error leaves the outcome of a statement that would commit unknown. */
+static bool
+outcome_unknown(unsigned int no)
+{
+	return no == CR_SERVER_LOST || no == CR_SERVER_GONE_ERROR ||
+		no == 1317 /* ER_QUERY_INTERRUPTED */ || no == 1927 /* ER_CONNECTION_KILLED */ ||
+		no == 1053 /* ER_SERVER_SHUTDOWN */;
+}
+static MYSQL_BIND *row_binds;	/* MAX_CHUNK * QUEUE_NCOL */
+
+static void
+rows_close(void)
+{
+	for (int k = 0; k < NR; k++)
+		for (int c = 0; c < NCHUNK; c++)
+			if (row_stmts[k][c])
+			{
+				mysql_stmt_close(row_stmts[k][c]);
+				row_stmts[k][c] = NULL;
+			}
+}
+
+/* The next row's parameters (cleared), or NULL when out of memory. */
+static Param *
+row_add(int kind)
+{
+	Rows	   *r = &rows[kind];
+	Param	   *p;
+
+	if (r->oom)
+		return NULL;
+	if (r->n == r->cap)
+	{
+		int			cap = r->cap ? r->cap * 2 : 64;
+		Param	   *np = realloc(r->p, sizeof(Param) * (size_t) cap * (size_t) row_ncol[kind]);
+
+		if (np == NULL)
+		{
+			r->oom = true;
+			return NULL;
+		}
+		r->p = np;
+		r->cap = cap;
+	}
+	p = r->p + (size_t) r->n++ * (size_t) row_ncol[kind];
+	memset(p, 0, sizeof(Param) * (size_t) row_ncol[kind]);
+	return p;
+}
+
+static void
+p_int(Param *p, long long v)
+{
+	p->is_int = true;
+	p->i = v;
+}
+
+static void
+p_int_or_null(Param *p, long long v)
+{
+	if (v)
+		p_int(p, v);
+	else
+		p->is_null = true;
+}
+
+static void
+p_str(Param *p, const char *s)
+{
+	if (s == NULL)
+		p->is_null = true;
+	else
+	{
+		p->s = s;
+		p->len = (unsigned long) strlen(s);
+	}
+}
+
+/* The prepared statement for 2^c rows of a kind. */
+static MYSQL_STMT *
+row_stmt(int kind, int c, DlockErr *err)
+{
+	int			n = 1 << c;
+	int			ncol = row_ncol[kind];
+	size_t		len;
+	char	   *sql;
+	char	   *o;
+	MYSQL_STMT *st;
+
+	if (row_stmts[kind][c])
+		return row_stmts[kind][c];
+	len = strlen(row_head[kind]) + strlen(row_tail[kind]) + (size_t) n * (size_t) (2 * ncol + 3) + 4;
+	sql = malloc(len);
+	if (sql == NULL)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+		return NULL;
+	}
+	o = stpcpy(sql, row_head[kind]);
+	if (ncol == 1)
+		*o++ = '(';
+	for (int r = 0; r < n; r++)
+	{
+		if (r > 0)
+			*o++ = ',';
+		if (ncol > 1)
+			*o++ = '(';
+		for (int k = 0; k < ncol; k++)
+		{
+			if (k > 0)
+				*o++ = ',';
+			*o++ = '?';
+		}
+		if (ncol > 1)
+			*o++ = ')';
+	}
+	if (ncol == 1)
+		*o++ = ')';
+	strcpy(o, row_tail[kind]);
+	st = mysql_stmt_init(conn);
+	if (st == NULL || mysql_stmt_prepare(st, sql, strlen(sql)) != 0)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s",
+				st ? mysql_stmt_error(st) : mysql_error(conn));
+		if (st)
+			mysql_stmt_close(st);
+		free(sql);
+		return NULL;
+	}
+	free(sql);
+	row_stmts[kind][c] = st;
+	return st;
+}
+
+/* Write the collected rows of a kind: chunks of 64, then 32, 16, ... 1. */
+static int
+rows_flush(int kind, DlockErr *err)
+{
+	Rows	   *r = &rows[kind];
+	int			done = 0;
+
+	if (r->oom)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+		return -1;
+	}
+	if (row_binds == NULL)
+	{
+		row_binds = malloc(sizeof(MYSQL_BIND) * MAX_CHUNK * QUEUE_NCOL);
+		if (row_binds == NULL)
+		{
+			set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 			return -1;
-		*count += s.count;
-		step_free(&s);
+		}
+	}
+	while (done < r->n)
+	{
+		int			c = NCHUNK - 1;
+		MYSQL_STMT *st;
+
+		while ((1 << c) > r->n - done)
+			c--;
+		st = row_stmt(kind, c, err);
+		if (st == NULL ||
+			execute_bound(st, r->p + (size_t) done * (size_t) row_ncol[kind],
+						  (1 << c) * row_ncol[kind], row_binds, NULL, err) != 0)
+			return -1;
+		done += 1 << c;
 	}
 	return 0;
 }
 
-int
-dls_reap(const DlockCaller *who, long long *count, DlockErr *err)
+static void
+held_row(const DLmHolder *h)
 {
-	const char *fn = "dlock_reap";
-	List		expired = {0},
-				dead_held = {0},
-				dead_queue = {0},
-				mine = {0},
-				stray = {0};
-	P			p[2] = {PS(server_id, strlen(server_id)),
-	PS(incarnation, strlen(incarnation))};
-	int			rc = -1;
+	Param	   *p = row_add(R_HELD_UPSERT);
 
-	(void) who;
-	*count = 0;
-	if (scan(fn, Q_EXPIRED_NAMES, NULL, 0, cb_names, &expired, err) != 0 ||
-		scan(fn, Q_DEAD_HELD, p, 2, cb_id_names, &dead_held, err) != 0 ||
-		scan(fn, Q_DEAD_QUEUE, p, 2, cb_id_names, &dead_queue, err) != 0 ||
-		scan(fn, Q_MY_QUEUE, p, 2, cb_id_names, &mine, err) != 0)
-		goto out;
-
-	/*
-	 * Requests queued through this server whose call no longer waits here
-	 * (it failed before it could withdraw them, or a lost attempt's
-	 * duplicate): nobody would ever take their grant.
-	 */
-	pthread_mutex_lock(&reg_mutex);
-	for (int i = 0; i < mine.n; i++)
+	if (p == NULL)
+		return;
+	p_int(&p[0], h->token);
+	p_str(&p[1], h->lock->name);
+	p_str(&p[2], h->owner->key);
+	p_int(&p[3], (long long) session_conn_id(h->pid, h->backend_start));
+	p_int(&p[4], h->backend_start);
+	p_int(&p[5], h->mode);
+	p_int(&p[6], h->count);
+	p_int(&p[7], h->granted_at);
+	p_int_or_null(&p[8], h->expires_at);
+	p_int_or_null(&p[9], h->ttl_us);
+	p_int(&p[10], h->implied);
+	p_str(&p[11], accounts_name(h->owner->role));
+	p_int(&p[12], h->kept);
+	if (h->lock->capacity)
 	{
-		int			waited = 0;
-		Item	   *it;
+		p_int(&p[13], h->lock->capacity);
+		p_int(&p[14], h->permits);
+	}
+	else
+		p[13].is_null = p[14].is_null = true;
+	p_str(&p[15], h->value);
+}
 
-		for (Waiter *w = reg_head; w && !waited; w = w->next)
-			waited = w->ticket == mine.items[i].id;
-		if (!waited && (it = lst_push(&stray)) != NULL)
+static void
+queue_row(const DLmWaiter *w)
+{
+	Param	   *p = row_add(R_QUEUE_UPSERT);
+
+	if (p == NULL)
+		return;
+	p_int(&p[0], w->ticket);
+	p_str(&p[1], w->lock->name);
+	p_str(&p[2], w->owner->key);
+	p_int(&p[3], (long long) session_conn_id(w->pid, w->backend_start));
+	p_int(&p[4], w->backend_start);
+	p_int(&p[5], w->mode);
+	p_int(&p[6], w->since);
+	p_int_or_null(&p[7], w->timeout_at);
+	p_int_or_null(&p[8], w->ttl_us);
+	p_int(&p[9], w->holder != NULL);
+	p_int(&p[10], w->implied);
+	p_str(&p[11], accounts_name(w->owner->role));
+	p_int(&p[12], w->keep);
+	p_int_or_null(&p[13], w->kept_until);
+	p_int(&p[14], w->request);
+	if (w->lock->capacity)
+	{
+		p_int(&p[15], w->lock->capacity);
+		p_int(&p[16], w->permits);
+	}
+	else
+		p[15].is_null = p[16].is_null = true;
+	p_str(&p[17], w->value);
+}
+
+static void
+key_row(int kind, long long key)
+{
+	Param	   *p = row_add(kind);
+
+	if (p)
+		p_int(p, key);
+}
+
+int
+store_write_batch(DLockManager *m, DlockErr *err)
+{
+	int64_t		hi;
+
+	if (conn == NULL)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
+		return -1;
+	}
+	for (int k = 0; k < NR; k++)
+	{
+		rows[k].n = 0;
+		rows[k].oom = false;
+	}
+	for (DLmHolder *h = dlm_touched_holders(m); h; h = h->touched_next)
+	{
+		if (h->p.dead)
 		{
-			it->id = mine.items[i].id;
-			it->name = mine.items[i].name;
-			it->name_len = mine.items[i].name_len;
-			mine.items[i].name = NULL;
+			if (h->p.stored)
+				key_row(R_HELD_DELETE, h->stored_token);
+		}
+		else if (!h->p.stored || h->p.dirty)
+		{
+			/* a new token (a conversion): the row moves to its new key */
+			if (h->p.stored && h->stored_token != h->token)
+				key_row(R_HELD_DELETE, h->stored_token);
+			held_row(h);
 		}
 	}
-	pthread_mutex_unlock(&reg_mutex);
-
-	if (expired.oom || dead_held.oom || dead_queue.oom || mine.oom || stray.oom)
+	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", fn);
-		goto out;
+		if (w->p.dead)
+		{
+			if (w->p.stored)
+				key_row(R_QUEUE_DELETE, w->ticket);
+		}
+		else if (!w->p.stored || w->p.dirty)
+			queue_row(w);
 	}
-	if (reap_items(fn, &expired, REAP_EXPIRE, count, err) != 0 ||
-		reap_items(fn, &dead_held, REAP_HOLD, count, err) != 0 ||
-		reap_items(fn, &dead_queue, REAP_REQUEST, count, err) != 0 ||
-		reap_items(fn, &stray, REAP_REQUEST, count, err) != 0)
-		goto out;
-
-	/* names rows without holders or waiters are only mutexes: drop them */
+	/*
+	 * One statement commits on its own (autocommit: one round trip, the
+	 * common case of an uncontended call); more run in a transaction.
+	 */
 	{
-		Step		s;
+		int			nstatements = dlm_counter_dirty(m, NULL) ? 1 : 0;
 
-		if (run_step(fn, "", 0, Q_FORGET_IDLE, NULL, 0, &s, err) != 0)
-			goto out;
-		step_free(&s);
+		for (int k = 0; k < NR; k++)
+			nstatements += __builtin_popcount((unsigned) rows[k].n);
+		if (nstatements == 0)
+			return 0;
+		probe_choose(m);
+		in_transaction = nstatements > 1;
+		if (in_transaction && mysql_real_query(conn, "BEGIN", 5) != 0)
+		{
+			set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+			in_transaction = false;
+			return -1;
+		}
 	}
-	rc = 0;
-out:
-	lst_free(&expired);
-	lst_free(&dead_held);
-	lst_free(&dead_queue);
-	lst_free(&mine);
-	lst_free(&stray);
-	return rc;
+	/* deletes first: a row may move to a key another row just left */
+	last_errno = 0;
+	if (rows_flush(R_HELD_DELETE, err) != 0 ||
+		rows_flush(R_HELD_UPSERT, err) != 0 ||
+		rows_flush(R_QUEUE_DELETE, err) != 0 ||
+		rows_flush(R_QUEUE_UPSERT, err) != 0)
+		return !in_transaction && outcome_unknown(last_errno) ? -2 : -1;
+	if (dlm_counter_dirty(m, &hi))
+	{
+		Param		p = {.is_int = true, .i = hi};
+
+		if (run(Q_COUNTER_SAVE, &p, 1, NULL, err) != 0)
+			return !in_transaction && outcome_unknown(last_errno) ? -2 : -1;
+	}
+	if (in_transaction && mysql_commit(conn) != 0)
+	{
+		set_err(err, DLOCK_ER_UNKNOWN, "lock store: commit: %s", mysql_error(conn));
+		in_transaction = false;
+		return -2;
+	}
+	in_transaction = false;
+	return 0;
+}
+
+int
+store_batch_applied(DlockErr *err)
+{
+	Cols		c;
+	Param		p = {.is_int = true, .i = probe.key};
+	MYSQL_STMT *st;
+	int			found = 0;
+	int			f;
+	bool		match = false;
+
+	switch (probe.kind)
+	{
+		case PROBE_NONE:
+			return 0;
+		case PROBE_COUNTER:
+			st = query(Q_COUNTER_LOAD, NULL, 0, &c, "i", err);
+			if (st == NULL)
+				return -1;
+			while ((f = fetch(st, &c, "i", err)) == 1)
+				match = c.i[0] >= probe.key;
+			return f < 0 ? -1 : match;
+		case PROBE_HELD_PRESENT:
+		case PROBE_HELD_ABSENT:
+			st = query(Q_PROBE_HELD, &p, 1, &c, "iiii", err);
+			if (st == NULL)
+				return -1;
+			while ((f = fetch(st, &c, "iiii", err)) == 1)
+			{
+				found = 1;
+				match = c.i[0] == probe.count && c.i[1] == probe.expires &&
+					c.i[2] == probe.kept && c.i[3] == probe.mode;
+			}
+			if (f < 0)
+				return -1;
+			return probe.kind == PROBE_HELD_ABSENT ? !found : match;
+		case PROBE_QUEUE_PRESENT:
+		case PROBE_QUEUE_ABSENT:
+			st = query(Q_PROBE_QUEUE, &p, 1, &c, "ii", err);
+			if (st == NULL)
+				return -1;
+			while ((f = fetch(st, &c, "ii", err)) == 1)
+			{
+				found = 1;
+				match = c.i[0] == probe.expires && (c.i[1] != 0) == (probe.kept != 0);
+			}
+			if (f < 0)
+				return -1;
+			return probe.kind == PROBE_QUEUE_ABSENT ? !found : match;
+	}
+	return -1;
+}
+
+int
+store_rollback(void)
+{
+	bool		was = in_transaction;
+
+	in_transaction = false;
+	return conn && was ? mysql_rollback(conn) : 0;
 }
 
 /* ------------------------------------------------------------------------
- * Set-up
+ * Administration
  * ------------------------------------------------------------------------ */
-static void
-init_incarnation(void)
+int
+store_grant(const char *grantee, size_t glen, const char *prefix, size_t plen,
+			int revoke, int *changed, DlockErr *err)
 {
-	/* field 22 of /proc/self/stat: start time in clock ticks since boot */
-	unsigned long long start = 0;
-	char		boot[40] = "";
-	FILE	   *f = fopen("/proc/self/stat", "r");
+	Param		p[2] = {
+		{.s = grantee, .len = (unsigned long) glen},
+		{.s = prefix, .len = (unsigned long) plen},
+	};
+	unsigned long long affected = 0;
 
-	if (f)
+	if (conn == NULL)
 	{
-		char		line[1024];
-
-		if (fgets(line, sizeof(line), f))
-		{
-			char	   *p = strrchr(line, ')');
-			int			field = 2;
-
-			while (p && *p && field < 22)
-			{
-				p = strchr(p + 1, ' ');
-				if (p)
-					field++;
-			}
-			if (p)
-				start = strtoull(p + 1, NULL, 10);
-		}
-		fclose(f);
+		set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
+		return -1;
 	}
-	f = fopen("/proc/sys/kernel/random/boot_id", "r");
-	if (f)
+	if (run(revoke ? Q_GRANT_DEL : Q_GRANT_ADD, p, 2, &affected, err) != 0 ||
+		mysql_commit(conn) != 0)
 	{
-		if (fgets(boot, 9, f) == NULL)
-			boot[0] = '\0';
-		fclose(f);
+		if (err->code == 0)
+			set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+		store_rollback();
+		return -1;
 	}
-	snprintf(incarnation, sizeof(incarnation), "%s.%ld.%llu", boot,
-			 (long) getpid(), start);
-}
-
-static void
-init_once_fn(void)
-{
-	if (mysql_library_init(0, NULL, NULL) != 0)
-	{
-		init_failed = 1;
-		snprintf(init_errmsg, sizeof(init_errmsg),
-				 "cannot initialise the client library");
-		return;
-	}
-	pack_matrix();
-	pthread_condattr_init(&cond_attr);
-	pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&pool_cond, &cond_attr);
-	init_incarnation();
-	if (getenv("DLOCK_MAX_STORE_CONNS"))
-	{
-		long		n = strtol(getenv("DLOCK_MAX_STORE_CONNS"), NULL, 10);
-
-		if (n >= 1 && n <= 10000)
-			max_store_conns = (int) n;
-	}
+	*changed = affected > 0;
+	return 0;
 }
 
 int
-dls_init(const char *socket, unsigned int port, const char *sid, DlockErr *err)
+store_set_quota(const char *grantee, size_t glen, const long long limits[4],
+				DlockErr *err)
 {
-	static pthread_mutex_t set_mutex = PTHREAD_MUTEX_INITIALIZER;
+	Param		p[5] = {{.s = grantee, .len = (unsigned long) glen}};
+	bool		none = true;
 
-	pthread_once(&init_once, init_once_fn);
-	if (init_failed)
+	if (conn == NULL)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "dlock: %s", init_errmsg);
+		set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
 		return -1;
 	}
-	pthread_mutex_lock(&set_mutex);
-	if (server_id[0] == '\0')
+	for (int i = 0; i < 4; i++)
 	{
-		snprintf(self_socket, sizeof(self_socket), "%s",
-				 socket ? socket : "/run/mysqld/mysqld.sock");
-		self_port = port;
-		snprintf(server_id, sizeof(server_id), "%s", sid);
+		p[i + 1].is_int = true;
+		p[i + 1].i = limits[i] < 0 ? -1 : limits[i];
+		none = none && limits[i] < 0;
 	}
-	pthread_mutex_unlock(&set_mutex);
+	if (run(none ? Q_QUOTA_DEL : Q_QUOTA_SET, p, none ? 1 : 5, NULL, err) != 0 ||
+		mysql_commit(conn) != 0)
+	{
+		if (err->code == 0)
+			set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+		store_rollback();
+		return -1;
+	}
 	return 0;
 }

@@ -5,7 +5,8 @@
  *
  * Built against the server's UDF layout (mysql_com.h of libmariadbd-dev),
  * never the client library's, which differs.  The lock manager itself is
- * in dlock_store.c and shares no header with this file but dlock_store.h.
+ * the thread of dlock_mgr.c, started by the plugin (dlock_plugin.c); a
+ * call hands it a request (mgr_call) and sleeps until it is answered.
  *
  * Rules, as in MariaDB's sql/udf_example.c: no mutable globals except the
  * server hooks, resolved once under pthread_once; per-call state lives in
@@ -40,10 +41,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include <mysql.h>				/* the server's (-I .../server): UDF_INIT, UDF_ARGS */
 
 #include "dlock_core.h"
+#include "dlock_mgr.h"
 #include "dlock_store.h"
 
 #define DLOCK_VERSION "1.0"
@@ -102,18 +105,10 @@ static default_definer_fn h_default_definer;
 static is_acl_user_fn h_is_acl_user;
 static const void *h_sp_handler_procedure;
 static char hooks_missing[128];
-static long long max_ttl_us = DLOCK_DEFAULT_MAX_TTL_US;
-static char self_id[160];
-static const char *self_socket;
-static unsigned int self_port;
 
 static void
 hooks_init(void)
 {
-	char	  **sock;
-	unsigned int *port;
-	const char *host;
-
 	h_current_thd = (current_thd_fn) dlsym(RTLD_DEFAULT, "_current_thd");
 	h_thread_id = (thread_id_fn) dlsym(RTLD_DEFAULT, "thd_get_thread_id");
 	h_kill_level = (kill_level_fn) dlsym(RTLD_DEFAULT, "thd_kill_level");
@@ -124,9 +119,6 @@ hooks_init(void)
 	h_default_definer = (default_definer_fn) dlsym(RTLD_DEFAULT, SYM_DEFAULT_DEFINER);
 	h_is_acl_user = (is_acl_user_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER);
 	h_sp_handler_procedure = dlsym(RTLD_DEFAULT, "sp_handler_procedure");
-	sock = (char **) dlsym(RTLD_DEFAULT, "mysqld_unix_port");
-	port = (unsigned int *) dlsym(RTLD_DEFAULT, "mysqld_port");
-	host = (const char *) dlsym(RTLD_DEFAULT, "glob_hostname");
 
 	if (!h_current_thd || !h_thread_id || !h_kill_level || !h_printf_error ||
 		!h_routine_access || !h_default_definer || !h_is_acl_user ||
@@ -140,17 +132,6 @@ hooks_init(void)
 				 !h_routine_access ? "check_routine_access" :
 				 !h_default_definer ? "get_default_definer" :
 				 !h_is_acl_user ? "is_acl_user" : "sp_handler_procedure");
-	if (getenv("DLOCK_MAX_TTL_SECONDS"))
-	{
-		double		v = strtod(getenv("DLOCK_MAX_TTL_SECONDS"), NULL);
-
-		if (v >= 1 && v * 1e6 <= (double) DLOCK_CEILING_US)
-			max_ttl_us = (long long) (v * 1e6);
-	}
-	self_socket = (sock && *sock) ? *sock : NULL;
-	self_port = port ? *port : 0;
-	snprintf(self_id, sizeof(self_id), "%s:%u",
-			 (host && host[0]) ? host : "localhost", self_port);
 }
 
 /* ------------------------------------------------------------------------
@@ -184,7 +165,7 @@ init_common(UDF_INIT *initid, UDF_ARGS *args, char *message, const char *fn,
 	}
 	for (unsigned int i = 0; i < args->arg_count; i++)
 		args->arg_type[i] = (numeric && numeric[i]) ? REAL_RESULT : STRING_RESULT;
-	if (dls_init(self_socket, self_port, self_id, &err) != 0)
+	if (mgr_check_running(fn, &err) != 0)
 	{
 		snprintf(message, MYSQL_ERRMSG_SIZE, "%s", err.msg);
 		return 1;
@@ -394,7 +375,7 @@ authorize(DlockCaller *who, int needed, const char *fn, char *error,
 
 /* Validate the name argument; 0 or raises the error. */
 static int
-get_name(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
+get_name(UDF_ARGS *args, unsigned int i, DlockCall *req, char *error,
 		 char *is_null)
 {
 	const char *s = args->args[i];
@@ -430,14 +411,21 @@ get_name(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 				 "%s: lock name is longer than %s bytes", req->fn, "1024");
 			return -1;
 	}
-	req->name = s;
-	req->name_len = args->lengths[i];
+	if (memchr(s, '\0', args->lengths[i]) != NULL)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS,
+			 "%s: lock name must not contain a NUL byte%s", req->fn, "");
+		return -1;
+	}
+	req->names[req->nnames] = s;
+	req->name_lens[req->nnames] = args->lengths[i];
+	req->nnames++;
 	return 0;
 }
 
 /* Owner argument (optional, NULL = session); 0 or raises the error. */
 static int
-get_owner(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
+get_owner(UDF_ARGS *args, unsigned int i, DlockCall *req, char *error,
 		  char *is_null)
 {
 	const char *s;
@@ -473,7 +461,7 @@ get_owner(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 /* Seconds argument -> microseconds; NULL/absent -> -1; 0 or raises. */
 static int
 get_seconds(UDF_ARGS *args, unsigned int i, const char *what, long long max_us,
-			long long *out, DlockReq *req, char *error, char *is_null)
+			long long *out, DlockCall *req, char *error, char *is_null)
 {
 	double		v;
 	char		lim[32];
@@ -509,7 +497,7 @@ get_seconds(UDF_ARGS *args, unsigned int i, const char *what, long long max_us,
 
 /* Mode argument (optional, default exclusive); 0 or raises. */
 static int
-get_mode(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
+get_mode(UDF_ARGS *args, unsigned int i, DlockCall *req, char *error,
 		 char *is_null)
 {
 	char		shown[40];
@@ -525,8 +513,7 @@ get_mode(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 		return -1;
 	}
 	req->mode = dlock_mode_parse(args->args[i], args->lengths[i]);
-	/* the stored procedures know shared and exclusive only */
-	if (req->mode != DLOCK_MODE_PR && req->mode != DLOCK_MODE_EX)
+	if (req->mode == DLOCK_MODE_INVALID)
 	{
 		n = args->lengths[i] < sizeof(shown) - 1 ? args->lengths[i] : sizeof(shown) - 1;
 		for (size_t k = 0; k < n; k++)
@@ -537,7 +524,7 @@ get_mode(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 		}
 		shown[n] = '\0';
 		fail(error, is_null, DLOCK_ER_ARGS,
-			 "%s: unknown lock mode \"%s\" (expected exclusive or shared; the other DLM modes are PostgreSQL's only)",
+			 "%s: unknown lock mode \"%s\" (expected exclusive, shared, NL, CR, CW, PR, PW or EX)",
 			 req->fn, shown);
 		return -1;
 	}
@@ -546,10 +533,41 @@ get_mode(UDF_ARGS *args, unsigned int i, DlockReq *req, char *error,
 
 /* Owner-keyed locks always carry a lease. */
 static void
-default_ttl(DlockReq *req)
+default_ttl(DlockCall *req)
 {
 	if (req->owner && req->ttl_us < 0)
 		req->ttl_us = DLOCK_DEFAULT_OWNER_TTL_US;
+	if (req->ttl_us < 0)
+		req->ttl_us = 0;		/* the core's "no lease" */
+}
+
+/* The longest lease a call may ask for (the setting dlock_max_ttl). */
+static long long
+max_ttl_us(void)
+{
+	return (long long) dlock_max_ttl_seconds * 1000000LL;
+}
+
+/* Printable, bounded copy of a name for messages. */
+static const char *
+shown_name(const char *name, size_t len, char *buf, size_t size)
+{
+	size_t		n = 0;
+
+	for (size_t i = 0; i < len && n + 4 < size; i++)
+	{
+		unsigned char c = (unsigned char) name[i];
+
+		buf[n++] = (c < 0x20 || c == 0x7f) ? '?' : (char) c;
+	}
+	if (n < len && n + 4 >= size)
+	{
+		buf[n++] = '.';
+		buf[n++] = '.';
+		buf[n++] = '.';
+	}
+	buf[n] = '\0';
+	return buf;
 }
 
 static char *
@@ -578,15 +596,279 @@ set_string(UDF_INIT *initid, const char *s, size_t len, unsigned long *length,
 }
 
 /* ------------------------------------------------------------------------
- * dlock_acquire(name, timeout_seconds [, ttl_seconds [, mode [, owner]]])
+ * Handing calls to the lock manager
  * ------------------------------------------------------------------------ */
-static const int num_acquire[5] = {0, 1, 1, 0, 0};
+
+/* UTC text of a Unix time in µs, as DATETIME(6) shows it. */
+static size_t
+format_utc(long long us, char *buf, size_t size)
+{
+	time_t		secs = (time_t) (us / 1000000);
+	struct tm	tm;
+	size_t		n;
+
+	gmtime_r(&secs, &tm);
+	n = strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+	n += (size_t) snprintf(buf + n, size - n, ".%06lld", us % 1000000);
+	return n;
+}
+
+static void
+interrupted(const char *fn, char *error, char *is_null)
+{
+	DlockErr	e = {DLOCK_ER_INTERRUPTED, 0, ""};
+
+	/* the server does not report a kill that a UDF survived */
+	snprintf(e.msg, sizeof(e.msg),
+			 "%s: query execution was interrupted; the request was withdrawn", fn);
+	report(&e);
+	*error = 1;
+	*is_null = 1;
+}
+
+/*
+ * Grants made in the running statement, by this thread (a statement runs on
+ * one thread from start to end): if the statement then fails - killed
+ * after the function returned, or any later error - the client never
+ * learns the token, so the plugin's statement-end hook gives them back
+ * (dlock_statement_end).  A conversion is not undone (the lock was held
+ * before it).
+ */
+typedef struct StatementGrant
+{
+	DlockCaller who;
+	DlockCall	call;
+	char	   *buf;			/* the names and the owner */
+} StatementGrant;
+
+static __thread unsigned long long stmt_conn_id;
+static __thread StatementGrant *stmt_grants;
+static __thread int stmt_ngrants;
+static __thread int stmt_cap;
+
+static void
+statement_forget(void)
+{
+	for (int i = 0; i < stmt_ngrants; i++)
+		free(stmt_grants[i].buf);
+	stmt_ngrants = 0;
+}
+
+static void
+statement_note(const DlockCaller *who, const DlockCall *call)
+{
+	StatementGrant *g;
+	size_t		need = call->owner_len + 1;
+	char	   *p;
+
+	if (stmt_conn_id != who->conn_id)
+	{
+		statement_forget();		/* another connection's, never ended here */
+		stmt_conn_id = who->conn_id;
+	}
+	if (stmt_ngrants == stmt_cap)
+	{
+		int			cap = stmt_cap ? stmt_cap * 2 : 4;
+		StatementGrant *n = realloc(stmt_grants, sizeof(StatementGrant) * (size_t) cap);
+
+		if (n == NULL)
+			return;
+		stmt_grants = n;
+		stmt_cap = cap;
+	}
+	for (int i = 0; i < call->nnames; i++)
+		need += call->name_lens[i] + 1;
+	g = &stmt_grants[stmt_ngrants];
+	g->buf = malloc(need);
+	if (g->buf == NULL)
+		return;
+	g->who = *who;
+	g->call = *call;
+	p = g->buf;
+	for (int i = 0; i < call->nnames; i++)
+	{
+		memcpy(p, call->names[i], call->name_lens[i]);
+		g->call.names[i] = p;
+		p += call->name_lens[i];
+	}
+	if (call->owner)
+	{
+		memcpy(p, call->owner, call->owner_len);
+		g->call.owner = p;
+	}
+	stmt_ngrants++;
+}
+
+/* Called by the plugin when a statement of this thread ended. */
+void
+dlock_statement_end(unsigned long long conn_id, int failed)
+{
+	if (stmt_ngrants == 0)
+		return;
+	if (failed && conn_id == stmt_conn_id)
+	{
+		for (int i = 0; i < stmt_ngrants; i++)
+		{
+			StatementGrant *g = &stmt_grants[i];
+			DlockCall	undo;
+			DlockResult r;
+			DlockErr	e;
+
+			memset(&undo, 0, sizeof(undo));
+			undo.fn = g->call.fn;
+			undo.op = DLOCK_OP_RELEASE;
+			undo.timeout_us = -1;
+			undo.owner = g->call.owner;
+			undo.owner_len = g->call.owner_len;
+			undo.nnames = g->call.nnames;
+			for (int k = 0; k < g->call.nnames; k++)
+			{
+				undo.names[k] = g->call.names[k];
+				undo.name_lens[k] = g->call.name_lens[k];
+			}
+			if (mgr_call(&g->who, &undo, &r, &e) != 0)
+				fprintf(stderr, "dlock: cannot give back a grant of a failed statement: %s\n",
+						e.msg);
+		}
+	}
+	statement_forget();
+}
+
+/*
+ * Run a call that may grant.  A grant made while the statement was being
+ * killed would never reach the caller (the server answers the statement
+ * with an error): it is given back.  0 with res GRANTED, else -1 (the
+ * error raised, or NULL for a timeout, a refusal or a kept place).
+ */
+static int
+grant_call(const DlockCaller *who, DlockCall *call, DlockResult *res,
+		   char *is_null, char *error)
+{
+	DlockErr	err = {0};
+
+	if (mgr_call(who, call, res, &err) != 0)
+	{
+		report_failure(&err, error, is_null);
+		return -1;
+	}
+	if (res->status == DLOCK_STATUS_GRANTED && !caller_killed(NULL) &&
+		call->op != DLOCK_OP_CONVERT)
+		statement_note(who, call);
+	if (res->status == DLOCK_STATUS_GRANTED && caller_killed(NULL))
+	{
+		DlockCall	undo = *call;
+		DlockResult r;
+
+		undo.op = call->op == DLOCK_OP_CONVERT ? DLOCK_OP_NONE : DLOCK_OP_RELEASE;
+		undo.timeout_us = -1;
+		undo.keep_place = 0;
+		undo.capacity = 0;
+		undo.permits = 0;
+		undo.election = 0;
+		undo.value = NULL;
+		/* a conversion stays (the lock was held before); a grant goes */
+		if (undo.op == DLOCK_OP_RELEASE && mgr_call(who, &undo, &r, &err) != 0)
+		{
+			report_failure(&err, error, is_null);
+			return -1;
+		}
+		res->status = DLOCK_STATUS_CANCELED;
+	}
+	if (res->status == DLOCK_STATUS_GRANTED)
+		return 0;
+	*is_null = 1;
+	if (caller_killed(NULL))
+		interrupted(call->fn, error, is_null);
+	else if (res->status == DLOCK_STATUS_NOT_HELD)
+	{
+		char		nm[80];
+		DlockErr	e = {DLOCK_ER_UNKNOWN, 0, ""};
+
+		snprintf(e.msg, sizeof(e.msg), "%s: lock \"%s\" is not held by this %s [DL001]",
+				 call->fn, shown_name(call->names[0], call->name_lens[0], nm, sizeof(nm)),
+				 call->owner ? "owner" : "session");
+		report_failure(&e, error, is_null);
+	}
+	return -1;
+}
+
+/* Optional 0/1 argument; absent or NULL: 0. */
+static int
+get_flag(UDF_ARGS *args, unsigned int i)
+{
+	return i < args->arg_count && args->args[i] != NULL &&
+		*(double *) args->args[i] != 0;
+}
+
+/* Whole number argument in [lo, hi]; 0 or raises. */
+static int
+get_int(UDF_ARGS *args, unsigned int i, const char *what, long long lo,
+		long long hi, int *out, const char *fn, char *error, char *is_null)
+{
+	double		v;
+	DlockErr	e = {DLOCK_ER_ARGS, 0, ""};
+
+	if (i >= args->arg_count || args->args[i] == NULL)
+		snprintf(e.msg, sizeof(e.msg), "%s: %s must not be NULL", fn, what);
+	else
+	{
+		v = *(double *) args->args[i];
+		if (v >= (double) lo && v <= (double) hi && v == (double) (long long) v)
+		{
+			*out = (int) v;
+			return 0;
+		}
+		snprintf(e.msg, sizeof(e.msg), "%s: %s must be a whole number from %lld to %lld",
+				 fn, what, lo, hi);
+	}
+	report(&e);
+	*error = 1;
+	*is_null = 1;
+	return -1;
+}
+
+/* The value of a campaign or proclamation: 0..DLOCK_MAX_VALUE_LEN bytes, no NUL. */
+static int
+get_value(UDF_ARGS *args, unsigned int i, DlockCall *call, char *error,
+		  char *is_null)
+{
+	const char *s = args->args[i];
+
+	if (s == NULL)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS, "%s: value must not be NULL%s", call->fn, "");
+		return -1;
+	}
+	if (args->lengths[i] > DLOCK_MAX_VALUE_LEN)
+	{
+		fail(error, is_null, DLOCK_ER_TOO_LONG, "%s: value is longer than %s bytes",
+			 call->fn, "1024");
+		return -1;
+	}
+	if (memchr(s, '\0', args->lengths[i]) != NULL)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS, "%s: value must not contain a NUL byte%s",
+			 call->fn, "");
+		return -1;
+	}
+	call->value = s;
+	call->value_len = args->lengths[i];
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_acquire(name, timeout [, ttl [, mode [, owner [, keep_place]]]])
+ * dlock_try_acquire(name [, ttl [, mode [, owner]]])
+ * ------------------------------------------------------------------------ */
+static const int num_acquire[6] = {0, 1, 1, 0, 0, 1};
+static const int num_try[4] = {0, 1, 0, 0};
 
 my_bool
 dlock_acquire_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
 {
-	return init_common(initid, args, message, "dlock_acquire", 2, 5,
-					   "(name, timeout [, ttl [, mode [, owner]]])", num_acquire);
+	return init_common(initid, args, message, "dlock_acquire", 2, 6,
+					   "(name, timeout [, ttl [, mode [, owner [, keep_place]]]])",
+					   num_acquire);
 }
 
 void
@@ -594,85 +876,6 @@ dlock_acquire_deinit(UDF_INIT *initid)
 {
 	deinit_common(initid);
 }
-
-static long long
-acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
-{
-	DlockReq	req = {0};
-	DlockCaller who;
-	DlockErr	err = {0};
-	long long	token = 0;
-	unsigned int ttl_i = try_only ? 1 : 2;
-
-	req.fn = try_only ? "dlock_try_acquire" : "dlock_acquire";
-	*is_null = 0;
-	*error = 0;
-	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, req.fn, error, is_null) != 0 ||
-		get_name(args, 0, &req, error, is_null) != 0)
-		return 0;
-	req.timeout_us = -1;
-	if (!try_only &&
-		get_seconds(args, 1, "timeout", DLOCK_MAX_TIMEOUT_US, &req.timeout_us,
-					&req, error, is_null) != 0)
-		return 0;
-	if (get_seconds(args, ttl_i, "ttl", max_ttl_us, &req.ttl_us, &req,
-					error, is_null) != 0 ||
-		get_mode(args, ttl_i + 1, &req, error, is_null) != 0 ||
-		get_owner(args, ttl_i + 2, &req, error, is_null) != 0)
-		return 0;
-	default_ttl(&req);
-	if (dls_act_as_key_owner(&who, &req, &err) != 0 ||
-		dls_acquire(&who, &req, try_only, &token, &err) != 0)
-	{
-		report_failure(&err, error, is_null);
-		return 0;
-	}
-
-	/*
-	 * Killed while the grant was made: the server answers the statement
-	 * with an error, so the caller would never learn the token - give the
-	 * grant back, as late as possible.  (A kill that lands after this check
-	 * can still cost the caller a grant it does not see: see the README.)
-	 */
-	if (token != 0 && caller_killed(NULL))
-	{
-		if (dls_give_back(&who, &req, token, &err) != 0)
-		{
-			report_failure(&err, error, is_null);
-			return 0;
-		}
-		token = 0;
-	}
-	if (token == 0)
-	{
-		*is_null = 1;
-		if (caller_killed(NULL))
-		{
-			/* the server does not report a kill that a UDF survived */
-			DlockErr	e = {DLOCK_ER_INTERRUPTED, 0, ""};
-
-			snprintf(e.msg, sizeof(e.msg),
-					 "%s: query execution was interrupted; the request was "
-					 "withdrawn", req.fn);
-			report(&e);
-			*error = 1;
-		}
-		return 0;
-	}
-	return token;
-}
-
-long long
-dlock_acquire(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
-{
-	(void) initid;
-	return acquire_common(args, 0, is_null, error);
-}
-
-/* ------------------------------------------------------------------------
- * dlock_try_acquire(name [, ttl_seconds [, mode [, owner]]])
- * ------------------------------------------------------------------------ */
-static const int num_try[4] = {0, 1, 0, 0};
 
 my_bool
 dlock_try_acquire_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
@@ -687,11 +890,393 @@ dlock_try_acquire_deinit(UDF_INIT *initid)
 	deinit_common(initid);
 }
 
+static long long
+acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
+{
+	DlockCall	call;
+	DlockCaller who;
+	DlockResult res;
+	unsigned int ttl_i = try_only ? 1 : 2;
+
+	memset(&call, 0, sizeof(call));
+	call.fn = try_only ? "dlock_try_acquire" : "dlock_acquire";
+	call.op = try_only ? DLOCK_OP_TRY : DLOCK_OP_ACQUIRE;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
+		get_name(args, 0, &call, error, is_null) != 0)
+		return 0;
+	call.timeout_us = -1;
+	if (!try_only &&
+		get_seconds(args, 1, "timeout", DLOCK_MAX_TIMEOUT_US, &call.timeout_us,
+					&call, error, is_null) != 0)
+		return 0;
+	if (get_seconds(args, ttl_i, "ttl", max_ttl_us(), &call.ttl_us, &call,
+					error, is_null) != 0 ||
+		get_mode(args, ttl_i + 1, &call, error, is_null) != 0 ||
+		get_owner(args, ttl_i + 2, &call, error, is_null) != 0)
+		return 0;
+	default_ttl(&call);
+	call.keep_place = !try_only && get_flag(args, 5);
+	if (grant_call(&who, &call, &res, is_null, error) != 0)
+		return 0;
+	return res.token;
+}
+
+long long
+dlock_acquire(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	(void) initid;
+	return acquire_common(args, 0, is_null, error);
+}
+
 long long
 dlock_try_acquire(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 {
 	(void) initid;
 	return acquire_common(args, 1, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_convert(name, mode, timeout [, owner]) -> the lock's new token
+ * ------------------------------------------------------------------------ */
+static const int num_convert[4] = {0, 0, 1, 0};
+
+my_bool
+dlock_convert_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_convert", 3, 4,
+					   "(name, mode, timeout [, owner])", num_convert);
+}
+
+void
+dlock_convert_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_convert(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockCall	call;
+	DlockCaller who;
+	DlockResult res;
+
+	(void) initid;
+	memset(&call, 0, sizeof(call));
+	call.fn = "dlock_convert";
+	call.op = DLOCK_OP_CONVERT;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
+		get_name(args, 0, &call, error, is_null) != 0 ||
+		get_mode(args, 1, &call, error, is_null) != 0 ||
+		get_seconds(args, 2, "timeout", DLOCK_MAX_TIMEOUT_US, &call.timeout_us,
+					&call, error, is_null) != 0 ||
+		get_owner(args, 3, &call, error, is_null) != 0)
+		return 0;
+	if (grant_call(&who, &call, &res, is_null, error) != 0)
+		return 0;
+	return res.token;
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_acquire_all(names_json, timeout [, ttl [, mode [, owner [, keep_place]]]])
+ *		-> a JSON array of tokens, in the order of the names
+ * ------------------------------------------------------------------------ */
+typedef struct NameRef
+{
+	const char *s;
+	size_t		len;
+	int			pos;			/* index in the caller's array */
+} NameRef;
+
+static int
+cmp_names(const void *a, const void *b)
+{
+	const NameRef *x = a;
+	const NameRef *y = b;
+	size_t		n = x->len < y->len ? x->len : y->len;
+	int			c = memcmp(x->s, y->s, n);
+
+	/* strcmp order: a name sorts before its extensions */
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static void
+put_utf8(char *out, size_t *o, unsigned long cp)
+{
+	if (cp < 0x80)
+		out[(*o)++] = (char) cp;
+	else if (cp < 0x800)
+	{
+		out[(*o)++] = (char) (0xc0 | (cp >> 6));
+		out[(*o)++] = (char) (0x80 | (cp & 0x3f));
+	}
+	else if (cp < 0x10000)
+	{
+		out[(*o)++] = (char) (0xe0 | (cp >> 12));
+		out[(*o)++] = (char) (0x80 | ((cp >> 6) & 0x3f));
+		out[(*o)++] = (char) (0x80 | (cp & 0x3f));
+	}
+	else
+	{
+		out[(*o)++] = (char) (0xf0 | (cp >> 18));
+		out[(*o)++] = (char) (0x80 | ((cp >> 12) & 0x3f));
+		out[(*o)++] = (char) (0x80 | ((cp >> 6) & 0x3f));
+		out[(*o)++] = (char) (0x80 | (cp & 0x3f));
+	}
+}
+
+static int
+hex4(const char *p, unsigned long *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++)
+	{
+		char		c = p[i];
+
+		*v <<= 4;
+		if (c >= '0' && c <= '9')
+			*v |= (unsigned long) (c - '0');
+		else if (c >= 'a' && c <= 'f')
+			*v |= (unsigned long) (c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			*v |= (unsigned long) (c - 'A' + 10);
+		else
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A JSON array of strings into decoded names in out (which has room for
+ * len bytes: decoding never grows).  Returns how many, or -1 when it is
+ * not such an array.
+ */
+static int
+parse_json_names(const char *s, size_t len, char *out, NameRef *names, int max)
+{
+	size_t		i = 0;
+	size_t		o = 0;
+	int			n = 0;
+
+#define SKIP_WS() while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++
+	SKIP_WS();
+	if (i >= len || s[i++] != '[')
+		return -1;
+	SKIP_WS();
+	if (i < len && s[i] == ']')
+	{
+		i++;
+		SKIP_WS();
+		return i == len ? 0 : -1;
+	}
+	for (;;)
+	{
+		size_t		start = o;
+
+		SKIP_WS();
+		if (i >= len || s[i++] != '"' || n >= max)
+			return -1;
+		while (i < len && s[i] != '"')
+		{
+			unsigned char c = (unsigned char) s[i++];
+
+			if (c < 0x20)
+				return -1;
+			if (c != '\\')
+			{
+				out[o++] = (char) c;
+				continue;
+			}
+			if (i >= len)
+				return -1;
+			c = (unsigned char) s[i++];
+			switch (c)
+			{
+				case '"':
+				case '\\':
+				case '/':
+					out[o++] = (char) c;
+					break;
+				case 'b':
+					out[o++] = '\b';
+					break;
+				case 'f':
+					out[o++] = '\f';
+					break;
+				case 'n':
+					out[o++] = '\n';
+					break;
+				case 'r':
+					out[o++] = '\r';
+					break;
+				case 't':
+					out[o++] = '\t';
+					break;
+				case 'u':
+					{
+						unsigned long cp,
+									lo;
+
+						if (i + 4 > len || hex4(s + i, &cp) != 0)
+							return -1;
+						i += 4;
+						if (cp >= 0xd800 && cp < 0xdc00)
+						{
+							if (i + 6 > len || s[i] != '\\' || s[i + 1] != 'u' ||
+								hex4(s + i + 2, &lo) != 0 || lo < 0xdc00 || lo >= 0xe000)
+								return -1;
+							i += 6;
+							cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+						}
+						else if (cp >= 0xdc00 && cp < 0xe000)
+							return -1;
+						if (cp == 0)
+							return -1;
+						put_utf8(out, &o, cp);
+					}
+					break;
+				default:
+					return -1;
+			}
+		}
+		if (i >= len)
+			return -1;
+		i++;					/* closing quote */
+		names[n].s = out + start;
+		names[n].len = o - start;
+		names[n].pos = n;
+		n++;
+		SKIP_WS();
+		if (i < len && s[i] == ',')
+		{
+			i++;
+			continue;
+		}
+		if (i < len && s[i] == ']')
+		{
+			i++;
+			SKIP_WS();
+			return i == len ? n : -1;
+		}
+		return -1;
+	}
+#undef SKIP_WS
+}
+
+static const int num_all[6] = {0, 1, 1, 0, 0, 1};
+
+my_bool
+dlock_acquire_all_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	int			r = init_common(initid, args, message, "dlock_acquire_all", 2, 6,
+								"(names_json, timeout [, ttl [, mode [, owner [, keep_place]]]])",
+								num_all);
+
+	initid->max_length = 65535;
+	return r;
+}
+
+void
+dlock_acquire_all_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+char *
+dlock_acquire_all(UDF_INIT *initid, UDF_ARGS *args, char *result,
+				  unsigned long *length, char *is_null, char *error)
+{
+	DlockCall	call;
+	DlockCaller who;
+	DlockResult res;
+	NameRef		refs[DLOCK_MAX_MULTI + 1];
+	long long	by_pos[DLOCK_MAX_MULTI];
+	char	   *decoded;
+	char		out[DLOCK_MAX_MULTI * 24 + 4];
+	size_t		o = 0;
+	int			n;
+
+	(void) result;
+	memset(&call, 0, sizeof(call));
+	call.fn = "dlock_acquire_all";
+	call.op = DLOCK_OP_ACQUIRE_ALL;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0)
+		return NULL;
+	if (args->args[0] == NULL)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS, "%s: names must not be NULL%s", call.fn, "");
+		return NULL;
+	}
+	decoded = malloc(args->lengths[0] + 1);
+	if (decoded == NULL)
+	{
+		fail(error, is_null, DLOCK_ER_UNKNOWN, "%s: out of memory%s", call.fn, "");
+		return NULL;
+	}
+	n = parse_json_names(args->args[0], args->lengths[0], decoded, refs,
+						 DLOCK_MAX_MULTI + 1);
+	if (n <= 0 || n > DLOCK_MAX_MULTI)
+	{
+		fail(error, is_null, n > DLOCK_MAX_MULTI ? DLOCK_ER_TOO_LONG : DLOCK_ER_ARGS,
+			 n > DLOCK_MAX_MULTI ? "%s: at most %s names at once" :
+			 "%s: names must be a JSON array of 1 to %s strings, such as '[\"a\", \"b\"]'",
+			 call.fn, "64");
+		free(decoded);
+		return NULL;
+	}
+	qsort(refs, (size_t) n, sizeof(NameRef), cmp_names);
+	for (int i = 0; i < n; i++)
+	{
+		UDF_ARGS	one = *args;
+		char	   *a0[1] = {(char *) refs[i].s};
+		unsigned long l0[1] = {refs[i].len};
+
+		if (i > 0 && cmp_names(&refs[i - 1], &refs[i]) == 0)
+		{
+			fail(error, is_null, DLOCK_ER_ARGS, "%s: a name is given twice%s", call.fn, "");
+			free(decoded);
+			return NULL;
+		}
+		one.args = a0;
+		one.lengths = l0;
+		one.arg_count = 1;
+		if (get_name(&one, 0, &call, error, is_null) != 0)
+		{
+			free(decoded);
+			return NULL;
+		}
+	}
+	call.timeout_us = -1;
+	if (get_seconds(args, 1, "timeout", DLOCK_MAX_TIMEOUT_US, &call.timeout_us,
+					&call, error, is_null) != 0 ||
+		get_seconds(args, 2, "ttl", max_ttl_us(), &call.ttl_us, &call,
+					error, is_null) != 0 ||
+		get_mode(args, 3, &call, error, is_null) != 0 ||
+		get_owner(args, 4, &call, error, is_null) != 0)
+	{
+		free(decoded);
+		return NULL;
+	}
+	default_ttl(&call);
+	call.keep_place = get_flag(args, 5);
+	if (grant_call(&who, &call, &res, is_null, error) != 0)
+	{
+		free(decoded);
+		return NULL;
+	}
+	free(decoded);
+	for (int i = 0; i < n; i++)
+		by_pos[refs[i].pos] = i < res.ntokens ? res.tokens[i] : res.token;
+	out[o++] = '[';
+	for (int i = 0; i < n; i++)
+		o += (size_t) snprintf(out + o, sizeof(out) - o, "%s%lld", i ? ", " : "", by_pos[i]);
+	out[o++] = ']';
+	return set_string(initid, out, o, length, is_null, error);
 }
 
 /* ------------------------------------------------------------------------
@@ -713,41 +1298,53 @@ dlock_release_deinit(UDF_INIT *initid)
 long long
 dlock_release(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 {
-	DlockReq	req = {0};
+	DlockCall	call;
 	DlockCaller who;
+	DlockResult res;
 	DlockErr	err = {0};
-	int			released = 0;
 
 	(void) initid;
-	req.fn = "dlock_release";
+	memset(&call, 0, sizeof(call));
+	call.fn = "dlock_release";
+	call.op = DLOCK_OP_RELEASE;
+	call.timeout_us = -1;
 	*is_null = 0;
 	*error = 0;
-	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, req.fn, error, is_null) != 0 ||
-		get_name(args, 0, &req, error, is_null) != 0 ||
-		get_owner(args, 1, &req, error, is_null) != 0)
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
+		get_name(args, 0, &call, error, is_null) != 0 ||
+		get_owner(args, 1, &call, error, is_null) != 0)
 		return 0;
-	if (dls_act_as_key_owner(&who, &req, &err) != 0 ||
-		dls_release(&who, &req, &released, &err) != 0)
+	if (mgr_call(&who, &call, &res, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
 		return 0;
 	}
-	if (err.code && err.warning)
+	if (res.status != DLOCK_STATUS_RELEASED)
+	{
+		char		nm[80];
+
+		err.code = DLOCK_ER_UNKNOWN;
+		err.warning = 1;
+		snprintf(err.msg, sizeof(err.msg), "%s: lock \"%s\" is not held by this %s",
+				 call.fn, shown_name(call.names[0], call.name_lens[0], nm, sizeof(nm)),
+				 call.owner ? "owner" : "session");
 		report(&err);
-	return released;
+		return 0;
+	}
+	return 1;
 }
 
 /* ------------------------------------------------------------------------
- * dlock_renew(name, ttl_seconds [, owner]) -> new expiry (UTC)
+ * dlock_renew(name [, ttl [, owner]]) -> new expiry (UTC); NULL ttl: the
+ * lease's own; NULL result: a lock without a lease
  * ------------------------------------------------------------------------ */
 static const int num_renew[3] = {0, 1, 0};
 
 my_bool
 dlock_renew_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
 {
-	int			r = init_common(initid, args, message, "dlock_renew", 2, 3,
-								"(name, ttl [, owner])",
-								num_renew);
+	int			r = init_common(initid, args, message, "dlock_renew", 1, 3,
+								"(name [, ttl [, owner]])", num_renew);
 
 	initid->max_length = 26;
 	return r;
@@ -763,34 +1360,51 @@ char *
 dlock_renew(UDF_INIT *initid, UDF_ARGS *args, char *result,
 			unsigned long *length, char *is_null, char *error)
 {
-	DlockReq	req = {0};
+	DlockCall	call;
 	DlockCaller who;
+	DlockResult res;
 	DlockErr	err = {0};
 	char		expiry[64];
-	int			no_lease = 0;
 
 	(void) result;
-	req.fn = "dlock_renew";
+	memset(&call, 0, sizeof(call));
+	call.fn = "dlock_renew";
+	call.op = DLOCK_OP_RENEW;
+	call.timeout_us = -1;
 	*is_null = 0;
 	*error = 0;
-	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, req.fn, error, is_null) != 0 ||
-		get_name(args, 0, &req, error, is_null) != 0 ||
-		get_seconds(args, 1, "ttl", max_ttl_us, &req.ttl_us, &req,
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
+		get_name(args, 0, &call, error, is_null) != 0 ||
+		get_seconds(args, 1, "ttl", max_ttl_us(), &call.ttl_us, &call,
 					error, is_null) != 0 ||
-		get_owner(args, 2, &req, error, is_null) != 0)
+		get_owner(args, 2, &call, error, is_null) != 0)
 		return NULL;
-	if (dls_act_as_key_owner(&who, &req, &err) != 0 ||
-		dls_renew(&who, &req, expiry, sizeof(expiry), &no_lease, &err) != 0)
+	if (call.ttl_us < 0)
+		call.ttl_us = 0;
+	if (mgr_call(&who, &call, &res, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
 		return NULL;
 	}
-	if (no_lease)
+	if (res.status != DLOCK_STATUS_RENEWED)
+	{
+		char		nm[80];
+
+		err.code = DLOCK_ER_UNKNOWN;
+		snprintf(err.msg, sizeof(err.msg),
+				 "%s: lock \"%s\" is not held by this %s: the lease was lost [DL001]",
+				 call.fn, shown_name(call.names[0], call.name_lens[0], nm, sizeof(nm)),
+				 call.owner ? "owner" : "session");
+		report_failure(&err, error, is_null);
+		return NULL;
+	}
+	if (res.expires_at_us == 0)
 	{
 		*is_null = 1;
 		return NULL;
 	}
-	return set_string(initid, expiry, strlen(expiry), length, is_null, error);
+	return set_string(initid, expiry, format_utc(res.expires_at_us, expiry, sizeof(expiry)),
+					  length, is_null, error);
 }
 
 /* ------------------------------------------------------------------------
@@ -812,30 +1426,386 @@ dlock_release_all_deinit(UDF_INIT *initid)
 long long
 dlock_release_all(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 {
-	DlockReq	req = {0};
+	DlockCall	call;
 	DlockCaller who;
+	DlockResult res;
 	DlockErr	err = {0};
-	long long	count = 0;
 
 	(void) initid;
-	req.fn = "dlock_release_all";
+	memset(&call, 0, sizeof(call));
+	call.fn = "dlock_release_all";
+	call.op = DLOCK_OP_RELEASE_ALL;
+	call.timeout_us = -1;
 	*is_null = 0;
 	*error = 0;
-	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, req.fn, error, is_null) != 0 ||
-		get_owner(args, 0, &req, error, is_null) != 0)
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
+		get_owner(args, 0, &call, error, is_null) != 0)
 		return 0;
-	if (dls_act_as_key_owner(&who, &req, &err) != 0 ||
-		dls_release_all(&who, &req, &count, &err) != 0)
+	if (mgr_call(&who, &call, &res, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
 		return 0;
 	}
-	return count;
+	return res.count;
 }
 
 /* ------------------------------------------------------------------------
- * dlock_holder(name) -> owner keys / connection ids, NULL when free
+ * dlock_semaphore(name, capacity, permits, timeout [, ttl [, owner [, keep_place]]])
+ * dlock_try_semaphore(name, capacity, permits [, ttl [, owner]])
  * ------------------------------------------------------------------------ */
+static const int num_sem[7] = {0, 1, 1, 1, 1, 0, 1};
+static const int num_try_sem[5] = {0, 1, 1, 1, 0};
+
+my_bool
+dlock_semaphore_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_semaphore", 4, 7,
+					   "(name, capacity, permits, timeout [, ttl [, owner [, keep_place]]])",
+					   num_sem);
+}
+
+void
+dlock_semaphore_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+my_bool
+dlock_try_semaphore_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_try_semaphore", 3, 5,
+					   "(name, capacity, permits [, ttl [, owner]])", num_try_sem);
+}
+
+void
+dlock_try_semaphore_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+static long long
+semaphore_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
+{
+	DlockCall	call;
+	DlockCaller who;
+	DlockResult res;
+	unsigned int ttl_i = try_only ? 3 : 4;
+
+	memset(&call, 0, sizeof(call));
+	call.fn = try_only ? "dlock_try_semaphore" : "dlock_semaphore";
+	call.op = try_only ? DLOCK_OP_TRY : DLOCK_OP_ACQUIRE;
+	call.mode = DLOCK_MODE_NL;
+	call.timeout_us = -1;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
+		get_name(args, 0, &call, error, is_null) != 0 ||
+		get_int(args, 1, "capacity", 1, 1000000000, &call.capacity, call.fn, error, is_null) != 0 ||
+		get_int(args, 2, "permits", 1, call.capacity, &call.permits, call.fn, error, is_null) != 0)
+		return 0;
+	if (!try_only &&
+		get_seconds(args, 3, "timeout", DLOCK_MAX_TIMEOUT_US, &call.timeout_us,
+					&call, error, is_null) != 0)
+		return 0;
+	if (get_seconds(args, ttl_i, "ttl", max_ttl_us(), &call.ttl_us, &call,
+					error, is_null) != 0 ||
+		get_owner(args, ttl_i + 1, &call, error, is_null) != 0)
+		return 0;
+	default_ttl(&call);
+	call.keep_place = !try_only && get_flag(args, 6);
+	if (grant_call(&who, &call, &res, is_null, error) != 0)
+		return 0;
+	return res.token;
+}
+
+long long
+dlock_semaphore(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	(void) initid;
+	return semaphore_common(args, 0, is_null, error);
+}
+
+long long
+dlock_try_semaphore(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	(void) initid;
+	return semaphore_common(args, 1, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_campaign(name, value, timeout [, ttl [, owner [, keep_place]]]) -> token
+ * dlock_proclaim(name, value [, owner]) -> token; not the leader: DL001
+ * ------------------------------------------------------------------------ */
+static const int num_campaign[6] = {0, 0, 1, 1, 0, 1};
+
+my_bool
+dlock_campaign_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_campaign", 3, 6,
+					   "(name, value, timeout [, ttl [, owner [, keep_place]]])",
+					   num_campaign);
+}
+
+void
+dlock_campaign_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_campaign(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockCall	call;
+	DlockCaller who;
+	DlockResult res;
+
+	(void) initid;
+	memset(&call, 0, sizeof(call));
+	call.fn = "dlock_campaign";
+	call.op = DLOCK_OP_ACQUIRE;
+	call.mode = DLOCK_MODE_EX;
+	call.election = 1;
+	call.timeout_us = -1;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
+		get_name(args, 0, &call, error, is_null) != 0 ||
+		get_value(args, 1, &call, error, is_null) != 0 ||
+		get_seconds(args, 2, "timeout", DLOCK_MAX_TIMEOUT_US, &call.timeout_us,
+					&call, error, is_null) != 0 ||
+		get_seconds(args, 3, "ttl", max_ttl_us(), &call.ttl_us, &call,
+					error, is_null) != 0 ||
+		get_owner(args, 4, &call, error, is_null) != 0)
+		return 0;
+	default_ttl(&call);
+	call.keep_place = get_flag(args, 5);
+	if (grant_call(&who, &call, &res, is_null, error) != 0)
+		return 0;
+	return res.token;
+}
+
+my_bool
+dlock_proclaim_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_proclaim", 2, 3,
+					   "(name, value [, owner])", NULL);
+}
+
+void
+dlock_proclaim_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_proclaim(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockCall	call;
+	DlockCaller who;
+	DlockResult res;
+	DlockErr	err = {0};
+
+	(void) initid;
+	memset(&call, 0, sizeof(call));
+	call.fn = "dlock_proclaim";
+	call.op = DLOCK_OP_PROCLAIM;
+	call.mode = DLOCK_MODE_EX;
+	call.timeout_us = -1;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
+		get_name(args, 0, &call, error, is_null) != 0 ||
+		get_value(args, 1, &call, error, is_null) != 0 ||
+		get_owner(args, 2, &call, error, is_null) != 0)
+		return 0;
+	if (mgr_call(&who, &call, &res, &err) != 0)
+	{
+		report_failure(&err, error, is_null);
+		return 0;
+	}
+	if (res.status != DLOCK_STATUS_GRANTED && res.status != DLOCK_STATUS_RENEWED)
+	{
+		char		nm[80];
+
+		err.code = DLOCK_ER_UNKNOWN;
+		snprintf(err.msg, sizeof(err.msg),
+				 "%s: this %s does not lead \"%s\" [DL001]", call.fn,
+				 call.owner ? "owner" : "session",
+				 shown_name(call.names[0], call.name_lens[0], nm, sizeof(nm)));
+		report_failure(&err, error, is_null);
+		return 0;
+	}
+	return res.token;
+}
+
+/* ------------------------------------------------------------------------
+ * Looking at the picture: dlock_holder, dlock_check, dlock_leader,
+ * dlock_semaphore_available.  Each runs in the manager thread right after
+ * a commit, when the picture and the tables agree.
+ * ------------------------------------------------------------------------ */
+typedef struct Look
+{
+	const DlockCaller *who;
+	char		name[DLOCK_MAX_NAME_LEN + 1];
+	long long	token;
+	int			found;
+	long long	number;
+	char	   *text;			/* malloc'ed */
+	size_t		text_len;
+	int			oom;
+} Look;
+
+static void
+look_append(Look *lk, const char *s, size_t n)
+{
+	char	   *t;
+
+	if (lk->oom)
+		return;
+	t = realloc(lk->text, lk->text_len + n + 1);
+	if (t == NULL)
+	{
+		lk->oom = 1;
+		return;
+	}
+	lk->text = t;
+	memcpy(lk->text + lk->text_len, s, n);
+	lk->text_len += n;
+	lk->text[lk->text_len] = '\0';
+}
+
+/*
+ * Holders in token order: the caller's own account's (and to dlock_admin
+ * every) holders as keys or connection ids; to dlock_monitor other
+ * accounts' as connection ids and "(owner key)"; to anyone else as
+ * "(another account)".  A key guards release: nobody else sees it.
+ */
+static void
+look_holder(const DLockManager *m, void *arg)
+{
+	Look	   *lk = arg;
+	DLmLock    *l = dlm_lookup(m, lk->name);
+
+	if (l == NULL)
+		return;
+	for (DLmHolder *h = dlm_lock_holders(l); h; h = dlm_holder_next(h))
+	{
+		char		buf[64];
+		const char *s = buf;
+		size_t		n;
+
+		if (h->implied)
+			continue;
+		if ((lk->who->access & DLOCK_ACCESS_ADMIN) ||
+			strcmp(accounts_name(h->owner->role), lk->who->account) == 0)
+		{
+			/* the account's own (and an admin): the key, or the connection */
+			if (h->owner->key)
+			{
+				s = h->owner->key;
+				n = strlen(s);
+			}
+			else
+				n = (size_t) snprintf(buf, sizeof(buf), "%llu",
+									  session_conn_id(h->pid, h->backend_start));
+		}
+		else if (lk->who->access & DLOCK_ACCESS_MONITOR)
+			n = h->owner->key ? (size_t) snprintf(buf, sizeof(buf), "(owner key)") :
+				(size_t) snprintf(buf, sizeof(buf), "%llu",
+								  session_conn_id(h->pid, h->backend_start));
+		else
+			n = (size_t) snprintf(buf, sizeof(buf), "(another account)");
+		if (lk->found)
+			look_append(lk, ", ", 2);
+		look_append(lk, s, n);
+		lk->found = 1;
+	}
+}
+
+static void
+look_check(const DLockManager *m, void *arg)
+{
+	Look	   *lk = arg;
+	DLmLock    *l = dlm_lookup(m, lk->name);
+
+	if (l == NULL)
+		return;
+	for (DLmHolder *h = dlm_lock_holders(l); h; h = dlm_holder_next(h))
+		if (h->token == lk->token && !h->implied)
+			lk->found = 1;
+}
+
+static void
+look_leader(const DLockManager *m, void *arg)
+{
+	Look	   *lk = arg;
+	DLmLock    *l = dlm_lookup(m, lk->name);
+
+	if (l == NULL || !l->election)
+		return;
+	for (DLmHolder *h = dlm_lock_holders(l); h; h = dlm_holder_next(h))
+		if (h->value && h->kept < h->count)
+		{
+			look_append(lk, h->value, strlen(h->value));
+			lk->found = 1;
+			break;
+		}
+}
+
+static void
+look_available(const DLockManager *m, void *arg)
+{
+	Look	   *lk = arg;
+	DLmLock    *l = dlm_lookup(m, lk->name);
+
+	if (l == NULL || l->capacity == 0)
+		return;
+	lk->found = 1;
+	lk->number = l->capacity - l->permits_held;
+}
+
+/* Set up a look at one name; 0 or raises. */
+static int
+look_begin(UDF_ARGS *args, const char *fn, Look *lk, DlockCaller *who,
+		   char *error, char *is_null)
+{
+	DlockCall	call;
+
+	memset(lk, 0, sizeof(*lk));
+	memset(&call, 0, sizeof(call));
+	call.fn = fn;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(who, DLOCK_ACCESS_USER | DLOCK_ACCESS_MONITOR | DLOCK_ACCESS_ADMIN, fn,
+				  error, is_null) != 0 ||
+		get_name(args, 0, &call, error, is_null) != 0)
+		return -1;
+	memcpy(lk->name, call.names[0], call.name_lens[0]);
+	lk->name[call.name_lens[0]] = '\0';
+	lk->who = who;
+	return 0;
+}
+
+static int
+look_run(const char *fn, MgrInspectFn f, Look *lk, char *error, char *is_null)
+{
+	DlockErr	err = {0};
+
+	if (mgr_inspect(fn, f, lk, &err) != 0)
+	{
+		free(lk->text);
+		report_failure(&err, error, is_null);
+		return -1;
+	}
+	if (lk->oom)
+	{
+		free(lk->text);
+		fail(error, is_null, DLOCK_ER_UNKNOWN, "%s: out of memory%s", fn, "");
+		return -1;
+	}
+	return 0;
+}
+
 my_bool
 dlock_holder_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
 {
@@ -856,34 +1826,128 @@ char *
 dlock_holder(UDF_INIT *initid, UDF_ARGS *args, char *result,
 			 unsigned long *length, char *is_null, char *error)
 {
-	DlockReq	req = {0};
-	DlockErr	err = {0};
 	DlockCaller who;
-	char	   *out = NULL;
-	size_t		len = 0;
+	Look		lk;
 	char	   *r;
 
 	(void) result;
-	req.fn = "dlock_holder";
-	*is_null = 0;
-	*error = 0;
-	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_MONITOR | DLOCK_ACCESS_ADMIN, req.fn,
-				  error, is_null) != 0 ||
-		get_name(args, 0, &req, error, is_null) != 0)
+	if (look_begin(args, "dlock_holder", &lk, &who, error, is_null) != 0 ||
+		look_run("dlock_holder", look_holder, &lk, error, is_null) != 0)
 		return NULL;
-	if (dls_holder(&who, &req, &out, &len, &err) != 0)
-	{
-		report_failure(&err, error, is_null);
-		return NULL;
-	}
-	if (out == NULL)
+	if (!lk.found)
 	{
 		*is_null = 1;
 		return NULL;
 	}
-	r = set_string(initid, out, len, length, is_null, error);
-	free(out);
+	r = set_string(initid, lk.text, lk.text_len, length, is_null, error);
+	free(lk.text);
 	return r;
+}
+
+my_bool
+dlock_leader_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	int			r = init_common(initid, args, message, "dlock_leader", 1, 1,
+								"(name)", NULL);
+
+	initid->max_length = DLOCK_MAX_VALUE_LEN;
+	return r;
+}
+
+void
+dlock_leader_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+char *
+dlock_leader(UDF_INIT *initid, UDF_ARGS *args, char *result,
+			 unsigned long *length, char *is_null, char *error)
+{
+	DlockCaller who;
+	Look		lk;
+	char	   *r;
+
+	(void) result;
+	if (look_begin(args, "dlock_leader", &lk, &who, error, is_null) != 0 ||
+		look_run("dlock_leader", look_leader, &lk, error, is_null) != 0)
+		return NULL;
+	if (!lk.found)
+	{
+		*is_null = 1;
+		free(lk.text);
+		return NULL;
+	}
+	r = set_string(initid, lk.text ? lk.text : "", lk.text_len, length, is_null, error);
+	free(lk.text);
+	return r;
+}
+
+static const int num_check[2] = {0, 1};
+
+my_bool
+dlock_check_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_check", 2, 2,
+					   "(name, token)", num_check);
+}
+
+void
+dlock_check_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_check(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockCaller who;
+	Look		lk;
+
+	(void) initid;
+	if (look_begin(args, "dlock_check", &lk, &who, error, is_null) != 0)
+		return 0;
+	if (args->args[1] == NULL)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS, "%s: token must not be NULL%s", "dlock_check", "");
+		return 0;
+	}
+	lk.token = (long long) *(double *) args->args[1];
+	if (look_run("dlock_check", look_check, &lk, error, is_null) != 0)
+		return 0;
+	return lk.found;
+}
+
+my_bool
+dlock_semaphore_available_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+{
+	return init_common(initid, args, message, "dlock_semaphore_available", 1, 1,
+					   "(name)", NULL);
+}
+
+void
+dlock_semaphore_available_deinit(UDF_INIT *initid)
+{
+	deinit_common(initid);
+}
+
+long long
+dlock_semaphore_available(UDF_INIT *initid, UDF_ARGS *args, char *is_null,
+						  char *error)
+{
+	DlockCaller who;
+	Look		lk;
+
+	(void) initid;
+	if (look_begin(args, "dlock_semaphore_available", &lk, &who, error, is_null) != 0 ||
+		look_run("dlock_semaphore_available", look_available, &lk, error, is_null) != 0)
+		return 0;
+	if (!lk.found)
+	{
+		*is_null = 1;
+		return 0;
+	}
+	return lk.number;
 }
 
 /* ------------------------------------------------------------------------
@@ -1021,7 +2085,7 @@ grant_common(UDF_ARGS *args, int revoke, char *is_null, char *error)
 {
 	const char *fn = revoke ? "dlock_revoke" : "dlock_grant";
 	DlockCaller who;
-	DlockReq	req = {0};
+	DlockCall	req = {0};
 	DlockErr	err = {0};
 	const char *g = args->args[1];
 	size_t		glen = args->lengths[1];
@@ -1056,7 +2120,7 @@ grant_common(UDF_ARGS *args, int revoke, char *is_null, char *error)
 			 "user@host, as CURRENT_USER() shows it)", fn, shown);
 		return 0;
 	}
-	if (dls_grant(fn, g, glen, args->args[0], args->lengths[0], revoke,
+	if (mgr_grant(fn, g, glen, args->args[0], args->lengths[0], revoke,
 				  &changed, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
@@ -1163,7 +2227,7 @@ dlock_set_quota(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 			 "dlock_set_quota", "");
 		return 0;
 	}
-	if (dls_set_quota("dlock_set_quota", g, glen, limits, &err) != 0)
+	if (mgr_set_quota("dlock_set_quota", g, glen, limits, &err) != 0)
 	{
 		report_failure(&err, error, is_null);
 		return 0;
@@ -1212,46 +2276,38 @@ dlock_sees(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 }
 
 /* ------------------------------------------------------------------------
- * dlock_reap() -> rows ended; called every second by the dlock.reaper event
+ * dlock_reload() -> 1: the lock manager reads the dlock tables again (after
+ * install.sql replaced them, or a restore); dlock_admin only
  * ------------------------------------------------------------------------ */
 my_bool
-dlock_reap_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
+dlock_reload_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
 {
-	return init_common(initid, args, message, "dlock_reap", 0, 0,
+	return init_common(initid, args, message, "dlock_reload", 0, 0,
 					   "no arguments", NULL);
 }
 
 void
-dlock_reap_deinit(UDF_INIT *initid)
+dlock_reload_deinit(UDF_INIT *initid)
 {
 	deinit_common(initid);
 }
 
 long long
-dlock_reap(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+dlock_reload(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 {
 	DlockCaller who;
 	DlockErr	err = {0};
-	long long	count = 0;
 
 	(void) initid;
 	(void) args;
 	*is_null = 0;
 	*error = 0;
-	if (authorize(&who, DLOCK_ACCESS_ADMIN, "dlock_reap", error, is_null) != 0)
+	if (authorize(&who, DLOCK_ACCESS_ADMIN, "dlock_reload", error, is_null) != 0)
 		return 0;
-	if (dls_reap(&who, &count, &err) != 0)
+	if (mgr_reload("dlock_reload", &err) != 0)
 	{
 		report_failure(&err, error, is_null);
 		return 0;
 	}
-	return count;
-}
-
-/* Library unload (last DROP FUNCTION, server shutdown): close the pool. */
-__attribute__((destructor))
-static void
-dlock_udf_unload(void)
-{
-	dls_shutdown();
+	return 1;
 }

@@ -5,8 +5,8 @@
 #
 # 1. the plugin's own store account 'dlock_store'@'localhost', with a new
 #    random password and only what the lock store needs: SELECT, INSERT,
-#    UPDATE, DELETE and EXECUTE on `dlock`, and PROCESS (the reaper looks
-#    for the connections of session holders in PROCESSLIST);
+#    UPDATE and DELETE on `dlock`, and PROCESS (after a failure the lock
+#    manager looks for the connections of session holders in PROCESSLIST);
 # 2. its credentials file, $DLOCK_CNF (default /etc/mysql/dlock.cnf), mode
 #    0600 and owned by the operating-system user the server runs as.  The
 #    plugin refuses a file others can read.  A server started with
@@ -58,7 +58,8 @@ chown "$server_user" "$tmp"
 client "$@" <<SQL
 CREATE USER IF NOT EXISTS 'dlock_store'@'localhost' IDENTIFIED BY '$password';
 ALTER USER 'dlock_store'@'localhost' IDENTIFIED BY '$password';
-GRANT SELECT, INSERT, UPDATE, DELETE, EXECUTE ON dlock.* TO 'dlock_store'@'localhost';
+REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'dlock_store'@'localhost';
+GRANT SELECT, INSERT, UPDATE, DELETE ON dlock.* TO 'dlock_store'@'localhost';
 GRANT PROCESS ON *.* TO 'dlock_store'@'localhost';
 SQL
 mv -f "$tmp" "$CNF"

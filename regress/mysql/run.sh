@@ -74,12 +74,12 @@ export DLOCK_SQL_DIR="$BASE/sql"
 # the install script and the test server share the store's credentials file
 export DLOCK_INSTALL="$BASE/mysql_install.sh"
 export DLOCK_CNF="$BASE/dlock.cnf"
-# a small pool, so the suite reaches the bound (store_cap.test)
-export DLOCK_MAX_STORE_CONNS=${DLOCK_MAX_STORE_CONNS:-8}
+
+
 cd "$MTR_DIR" || finish 0 1
 # shellcheck disable=SC2086
 perl ./mariadb-test-run --suite="$BASE/suite" --vardir="$VARDIR" \
-	--mysqld-env="DLOCK_CNF=$DLOCK_CNF" --mysqld-env="DLOCK_MAX_STORE_CONNS=$DLOCK_MAX_STORE_CONNS" \
+	--mysqld-env="DLOCK_CNF=$DLOCK_CNF" \
 	--force --max-test-fail=0 --retry=0 --parallel=1 \
 	--testcase-timeout=5 --suite-timeout=30 ${MTR_EXTRA:-} 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}

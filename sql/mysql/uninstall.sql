@@ -1,6 +1,7 @@
 -- sql/mysql/uninstall.sql
 --
--- Removes dlock from a MariaDB server: the reaper event, the UDFs, the
+-- Removes dlock from a MariaDB server: the functions, the plugin (its lock
+-- manager thread), the
 -- `dlock` schema with every lock and request in it, the roles dlock_user,
 -- dlock_monitor and dlock_admin, and the store account dlock_store.  The library file in
 -- plugin_dir is left alone (`make -C mysql_udf uninstall` removes it).
@@ -11,9 +12,18 @@ DROP EVENT IF EXISTS dlock.reaper;
 
 DROP FUNCTION IF EXISTS dlock_acquire;
 DROP FUNCTION IF EXISTS dlock_try_acquire;
+DROP FUNCTION IF EXISTS dlock_acquire_all;
+DROP FUNCTION IF EXISTS dlock_convert;
 DROP FUNCTION IF EXISTS dlock_release;
 DROP FUNCTION IF EXISTS dlock_renew;
 DROP FUNCTION IF EXISTS dlock_release_all;
+DROP FUNCTION IF EXISTS dlock_semaphore;
+DROP FUNCTION IF EXISTS dlock_try_semaphore;
+DROP FUNCTION IF EXISTS dlock_semaphore_available;
+DROP FUNCTION IF EXISTS dlock_campaign;
+DROP FUNCTION IF EXISTS dlock_proclaim;
+DROP FUNCTION IF EXISTS dlock_leader;
+DROP FUNCTION IF EXISTS dlock_check;
 DROP FUNCTION IF EXISTS dlock_holder;
 DROP FUNCTION IF EXISTS dlock_info;
 DROP FUNCTION IF EXISTS dlock_new_owner;
@@ -22,6 +32,17 @@ DROP FUNCTION IF EXISTS dlock_sees;
 DROP FUNCTION IF EXISTS dlock_grant;
 DROP FUNCTION IF EXISTS dlock_revoke;
 DROP FUNCTION IF EXISTS dlock_set_quota;
+DROP FUNCTION IF EXISTS dlock_reload;
+
+-- the lock manager stops (its thread ends; waiting calls get an error),
+-- unless the caller set @dlock_keep_plugin (a server that loads it at
+-- start with plugin-load-add)
+SET @dlock_sql = IF((SELECT COUNT(*) FROM information_schema.PLUGINS
+                      WHERE PLUGIN_NAME = 'dlock') > 0 AND @dlock_keep_plugin IS NULL,
+                    'UNINSTALL SONAME ''dlock_udf''', 'DO 0');
+PREPARE dlock_stmt FROM @dlock_sql;
+EXECUTE dlock_stmt;
+DEALLOCATE PREPARE dlock_stmt;
 
 DROP DATABASE IF EXISTS dlock;
 DROP ROLE IF EXISTS dlock_user;
