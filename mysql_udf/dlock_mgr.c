@@ -93,6 +93,7 @@ typedef struct Slot
 	MgrInspectFn inspect_fn;
 	void	   *inspect_arg;
 	/* the manager's: the answer of this batch, published after commit */
+	bool		keep_after;		/* given up before decided, with keep_place */
 	bool		pending;
 	DlockResult pres;
 	DlockErr	perr;
@@ -1172,6 +1173,12 @@ manager_main(void *arg)
 					is_fresh = f == s;
 				if (is_fresh)
 				{
+					/* a kept place is queued first, then kept (below) */
+					if (s->call.keep_place)
+					{
+						s->keep_after = true;
+						continue;
+					}
 					s->pending = true;
 					memset(&s->pres, 0, sizeof(s->pres));
 					s->pres.status = DLOCK_STATUS_CANCELED;
@@ -1192,6 +1199,14 @@ manager_main(void *arg)
 		for (Slot *s = fresh; s; s = s->next)
 			if (!s->pending)
 				execute(s, now);
+		for (Slot *s = fresh; s; s = s->next)
+		{
+			/* given up before it was decided, with keep_place: keep its place now */
+			if (s->keep_after && !s->pending &&
+				dlm_waiter_of(picture, s->index) != NULL)
+				dlm_withdraw(picture, &s->index, 1, now);
+			s->keep_after = false;
+		}
 		if (dlm_broken(picture))
 		{
 			set_err(&err, DLOCK_ER_UNKNOWN, "out of memory in the lock manager");
