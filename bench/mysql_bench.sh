@@ -18,7 +18,7 @@ trap cleanup EXIT
 
 "$ROOT/scripts/deps.sh" mariadb-server libmariadb-dev libmariadbd-dev >/dev/null
 make -s -C "$ROOT/mysql_udf" >/dev/null
-gcc -O2 -Wall -o "$DIR/mysql_lock" "$ROOT/bench/mysql_lock.c" \
+gcc -O2 -Wall -I"$ROOT/bench" -o "$DIR/mysql_lock" "$ROOT/bench/mysql_lock.c" \
     $(mariadb_config --cflags --libs) -lpthread
 "$ROOT/bench/mysql_server.sh" start "$DIR" "$PORT"
 SOCK=$DIR/sock
@@ -32,20 +32,23 @@ echo "## 5. MySQL/MariaDB"
 echo
 echo "MariaDB $version, innodb_flush_log_at_trx_commit = 1, one throwaway server;"
 echo "every system driven by bench/mysql_lock.c (prepared statements, unix socket)."
-echo "dlock: \`dlock_acquire(name, NULL)\` / \`dlock_release(name)\` (session-owned, durable);"
+echo "dlock: \`dlock_acquire(name, NULL)\` / \`dlock_release(name)\` (session-owned);"
+echo "dlock keyed: \`dlock_acquire(name, NULL, 30, 'exclusive', key)\` / \`dlock_release(name, key)\` (a lease);"
+echo "every dlock grant is committed (flushed) in dlock.held before it is answered."
 echo "InnoDB table: \`INSERT IGNORE\` of (name, owner) / \`DELETE\` by name and owner, autocommit."
 echo
 echo "Uncontended pairs (own name per client), pairs/s:"
 echo
-echo "| clients | SELECT 1 (×2) | GET_LOCK | InnoDB table | dlock | dlock / InnoDB table | dlock / GET_LOCK |"
-echo "|---|---|---|---|---|---|---|"
+echo "| clients | SELECT 1 (×2) | GET_LOCK | InnoDB table | dlock | dlock keyed | dlock / InnoDB table | keyed / InnoDB table | dlock / GET_LOCK |"
+echo "|---|---|---|---|---|---|---|---|---|"
 } >> "$RES"
 for c in $CLIENTS; do
     read -r s1 _ < <(run select1 own "$c" "$T" 0)
     read -r gl _ < <(run getlock own "$c" "$T" 0)
     read -r tb _ < <(run table own "$c" "$T" 0)
     read -r dl _ < <(run dlock own "$c" "$T" 0)
-    echo "| $c | $s1 | $gl | $tb | $dl | $(ratio "$dl" "$tb") | $(ratio "$dl" "$gl") |" >> "$RES"
+    read -r dk _ < <(run dlockkey own "$c" "$T" 0)
+    echo "| $c | $s1 | $gl | $tb | $dl | $dk | $(ratio "$dl" "$tb") | $(ratio "$dk" "$tb") | $(ratio "$dl" "$gl") |" >> "$RES"
 done
 
 {
@@ -80,7 +83,7 @@ set terminal png size 800,480 noenhanced
 set output "$PNG"
 set title "MariaDB: contended hand-off, hold 0 ms (higher and flatter is better)"
 set xlabel "waiters"; set ylabel "hand-offs/s"; set logscale x 2; set logscale y; set key bottom left
-plot "$DIR/plot.dat" using 1:2 with linespoints title "dlock UDF (durable)", \
+plot "$DIR/plot.dat" using 1:2 with linespoints title "dlock (durable)", \
      "$DIR/plot.dat" using 1:3 with linespoints title "GET_LOCK (in memory)", \
      "$DIR/plot.dat" using 1:4 with linespoints title "InnoDB lock table, spinning (durable)"
 GP

@@ -736,6 +736,13 @@ reload(DlockErr *err)
 		return -1;
 	}
 	qsort(load.alive, load.nalive, sizeof(unsigned long long), cmp_ull);
+	/*
+	 * Holders and waiting parts stay within what the MEMORY tables can take
+	 * (max_heap_table_size): a request past it is refused ("out of lock
+	 * space"), not a batch that fails on a full table.
+	 */
+	if (load.capacity > 0)
+		dlm_set_limits(picture, load.capacity - load.capacity / 10, 0);
 	(void) dlm_drop_sessions(picture, session_alive, &load);
 	free(load.alive);
 	/* leases that ran out while the server was down get a grace */
@@ -1023,6 +1030,42 @@ batch_outcome(DlockErr *err)
 	}
 }
 
+/*
+ * After the durable part of a batch committed: write its MEMORY part, on a
+ * new connection if need be, for up to LOAD_WAIT_US.  0, or -1 (the
+ * picture is then rebuilt; the durable part is not undone).
+ */
+static int
+batch_finish(DlockErr *err)
+{
+	DLockTime	until = mono_us() + LOAD_WAIT_US;
+	long		pause_ms = RETRY_MIN_MS;
+	DlockErr	e;
+
+	if (store_conn_id() != 0 && store_finish_batch(&e) == 0)
+		return 0;
+	for (;;)
+	{
+		store_close();
+		if (store_open(&e) == 0 && store_finish_batch(&e) == 0)
+			return 0;
+		if (mono_us() >= until || stopping)
+		{
+			fprintf(stderr, "dlock: lock manager cannot write the session rows of a batch: %s\n",
+					e.msg);
+			*err = e;
+			return -1;
+		}
+		{
+			struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
+
+			nanosleep(&ts, NULL);
+		}
+		if (pause_ms < 500)
+			pause_ms *= 2;
+	}
+}
+
 static void *
 manager_main(void *arg)
 {
@@ -1233,7 +1276,12 @@ manager_main(void *arg)
 					break;
 				case -2:
 					/* applied or not? re-deciding an applied batch would do it twice */
-					if (batch_outcome(&err) != 1)
+					if (batch_outcome(&err) != 1 || batch_finish(&err) != 0)
+						failed = true;
+					break;
+				case -3:
+					/* the durable part is in: write the rest again */
+					if (batch_finish(&err) != 0)
 						failed = true;
 					break;
 				default:

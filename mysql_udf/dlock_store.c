@@ -43,6 +43,7 @@ enum
 	Q_HELD_LOAD,
 	Q_KEPT_LOAD,
 	Q_QUEUE_CLEAN,
+	Q_KEPT_CLEAN,
 	Q_ALIVE,
 	Q_GRANTS_LOAD,
 	Q_QUOTAS_LOAD,
@@ -53,6 +54,7 @@ enum
 	Q_INSTALLED,
 	Q_PROBE_HELD,
 	Q_PROBE_QUEUE,
+	Q_CAPACITY,
 	NQ
 };
 
@@ -71,11 +73,14 @@ static const char *const Q[NQ] = {
 	[Q_COUNTER_LOAD] =
 	"SELECT hi FROM dlock.counter WHERE id = 1",
 	[Q_HELD_LOAD] =
-	"SELECT " HELD_COLS " FROM dlock.held ORDER BY token",
+	"SELECT " HELD_COLS " FROM dlock.held_keyed UNION ALL "
+	"SELECT " HELD_COLS " FROM dlock.held_session ORDER BY token",
 	[Q_KEPT_LOAD] =
-	"SELECT " QUEUE_COLS " FROM dlock.queue WHERE keep ORDER BY request, ticket",
+	"SELECT " QUEUE_COLS " FROM dlock.queue_kept WHERE keep ORDER BY request, ticket",
 	[Q_QUEUE_CLEAN] =
-	"DELETE FROM dlock.queue WHERE NOT keep",
+	"DELETE FROM dlock.queue_live",
+	[Q_KEPT_CLEAN] =
+	"DELETE FROM dlock.queue_kept WHERE NOT keep",
 	[Q_ALIVE] =
 	"SELECT ID FROM information_schema.PROCESSLIST",
 	[Q_GRANTS_LOAD] =
@@ -95,13 +100,17 @@ static const char *const Q[NQ] = {
 	"DELETE FROM dlock.quotas WHERE grantee = ?",
 	[Q_INSTALLED] =
 	"SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'dlock' "
-	"AND ((TABLE_NAME = 'held' AND COLUMN_NAME = 'session_start') "
-	"OR (TABLE_NAME = 'queue' AND COLUMN_NAME = 'kept_until_us') "
+	"AND ((TABLE_NAME IN ('held_keyed', 'held_session') AND COLUMN_NAME = 'session_start') "
+	"OR (TABLE_NAME IN ('queue_kept', 'queue_live') AND COLUMN_NAME = 'kept_until_us') "
 	"OR (TABLE_NAME = 'counter' AND COLUMN_NAME = 'hi'))",
+	[Q_CAPACITY] =
+	"SELECT IFNULL(MIN(MAX_DATA_LENGTH DIV GREATEST(AVG_ROW_LENGTH, 1)), 0) "
+	"FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'dlock' "
+	"AND TABLE_NAME IN ('held_session', 'queue_live')",
 	[Q_PROBE_HELD] =
-	"SELECT `count`, IFNULL(expires_us, 0), kept, mode FROM dlock.held WHERE token = ?",
+	"SELECT `count`, IFNULL(expires_us, 0), kept, mode FROM dlock.held_keyed WHERE token = ?",
 	[Q_PROBE_QUEUE] =
-	"SELECT IFNULL(kept_until_us, 0), keep FROM dlock.queue WHERE ticket = ?",
+	"SELECT IFNULL(kept_until_us, 0), keep FROM dlock.queue_kept WHERE ticket = ?",
 };
 
 static MYSQL *conn;
@@ -199,6 +208,8 @@ store_open(DlockErr *err)
 		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 		"SET SESSION autocommit = 1, innodb_lock_wait_timeout = 1, "
 		"lock_wait_timeout = 2, time_zone = '+00:00', max_statement_time = 0, "
+		/* the MEMORY tables' size limit, when this connection opens them first */
+		"max_heap_table_size = 1073741824, "
 		"sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'",
 	};
 	const char *cnf = cnf_path();
@@ -404,6 +415,103 @@ fetch(MYSQL_STMT *st, Cols *c, const char *types, DlockErr *err)
 	return 1;
 }
 
+/*
+ * Tickets whose rows are in dlock.queue_kept: a kept place resumed by a
+ * call without keep_place moves to dlock.queue_live, so where a waiter's
+ * row is cannot be told from the waiter alone.  Open addressing; 0 empty,
+ * -1 deleted (tickets are positive).
+ */
+static long long *kept_set;
+static size_t kept_cap, kept_used;
+
+static size_t
+kept_slot(long long t)
+{
+	return (size_t) ((unsigned long long) t * 0x9E3779B97F4A7C15ULL >> 17) & (kept_cap - 1);
+}
+
+static bool
+kept_has(long long t)
+{
+	if (kept_cap == 0)
+		return false;
+	for (size_t i = kept_slot(t);; i = (i + 1) & (kept_cap - 1))
+	{
+		if (kept_set[i] == t)
+			return true;
+		if (kept_set[i] == 0)
+			return false;
+	}
+}
+
+static void
+kept_del(long long t)
+{
+	if (kept_cap == 0)
+		return;
+	for (size_t i = kept_slot(t);; i = (i + 1) & (kept_cap - 1))
+	{
+		if (kept_set[i] == t)
+		{
+			kept_set[i] = -1;
+			return;
+		}
+		if (kept_set[i] == 0)
+			return;
+	}
+}
+
+static bool
+kept_add(long long t)
+{
+	if (kept_has(t))
+		return true;
+	if ((kept_used + 1) * 2 > kept_cap)
+	{
+		size_t		ncap = kept_cap ? kept_cap * 2 : 64;
+		long long  *old = kept_set;
+		size_t		ocap = kept_cap;
+
+		kept_set = calloc(ncap, sizeof(long long));
+		if (kept_set == NULL)
+		{
+			kept_set = old;
+			return false;
+		}
+		kept_cap = ncap;
+		kept_used = 0;
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i] > 0)
+			{
+				size_t		j = kept_slot(old[i]);
+
+				while (kept_set[j] != 0)
+					j = (j + 1) & (kept_cap - 1);
+				kept_set[j] = old[i];
+				kept_used++;
+			}
+		free(old);
+	}
+	{
+		size_t		i = kept_slot(t);
+
+		while (kept_set[i] > 0)
+			i = (i + 1) & (kept_cap - 1);
+		if (kept_set[i] == 0)
+			kept_used++;
+		kept_set[i] = t;
+	}
+	return true;
+}
+
+static void
+kept_clear(void)
+{
+	if (kept_set)
+		memset(kept_set, 0, kept_cap * sizeof(long long));
+	kept_used = 0;
+}
+
 /* ------------------------------------------------------------------------
  * Installed, loading
  * ------------------------------------------------------------------------ */
@@ -418,7 +526,7 @@ store_installed(int *installed, DlockErr *err)
 		return -1;
 	*installed = 0;
 	while ((f = fetch(st, &c, "i", err)) == 1)
-		*installed = c.i[0] == 3;
+		*installed = c.i[0] == 5;
 	return f;
 }
 
@@ -501,6 +609,7 @@ load_kept(DLockManager *m, DLockTime now, DlockErr *err)
 
 	if (st == NULL)
 		return -1;
+	kept_clear();
 	rows = calloc(DLOCK_MAX_MULTI * (DLOCK_MAX_PATH_DEPTH + 1), sizeof(DLmWaiterRow));
 	strs = malloc((size_t) DLOCK_MAX_MULTI * (DLOCK_MAX_PATH_DEPTH + 1) * 3 * STRCAP);
 	if (rows == NULL || strs == NULL)
@@ -565,6 +674,13 @@ load_kept(DLockManager *m, DLockTime now, DlockErr *err)
 				r->value = sp + 2 * STRCAP;
 			}
 			request = c.i[14];
+			if (!kept_add(r->ticket))
+			{
+				set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+				mysql_stmt_free_result(st);
+				rc = -1;
+				break;
+			}
 			n++;
 		}
 	}
@@ -604,13 +720,30 @@ load_alive(StoreLoad *load, DlockErr *err)
 	return f;
 }
 
+/* Rows the MEMORY tables can take (their size limit), or 0 if unknown. */
+static long long
+memory_capacity(DlockErr *err)
+{
+	Cols		c;
+	MYSQL_STMT *st = query(Q_CAPACITY, NULL, 0, &c, "i", err);
+	long long	rows = 0;
+
+	if (st == NULL)
+		return 0;
+	while (fetch(st, &c, "i", err) == 1)
+		rows = c.null[0] ? 0 : c.i[0];
+	return rows;
+}
+
 int
 store_load(StoreLoad *load, DlockErr *err)
 {
+	load->capacity = memory_capacity(err);
 	if (load_counter(load->m, err) != 0 ||
 		load_held(load->m, err) != 0 ||
 		load_kept(load->m, load->now, err) != 0 ||
 		run(Q_QUEUE_CLEAN, NULL, 0, NULL, err) != 0 ||
+		run(Q_KEPT_CLEAN, NULL, 0, NULL, err) != 0 ||
 		load_alive(load, err) != 0)
 		return -1;
 	return 0;
@@ -655,45 +788,64 @@ store_load_grants(StoreGrantFn grant_fn, StoreQuotaFn quota_fn, DlockErr *err)
 /* Rows of one kind, collected for a batch: NCOL parameters each. */
 enum
 {
-	R_HELD_UPSERT,
-	R_HELD_DELETE,
-	R_QUEUE_UPSERT,
-	R_QUEUE_DELETE,
+	/* durable (InnoDB): written and committed first */
+	R_KEYED_DELETE,				/* dlock.held_keyed: owner-keyed holders */
+	R_KEYED_UPSERT,
+	R_KEPT_DELETE,				/* dlock.queue_kept: kept places */
+	R_KEPT_UPSERT,
+	/* the server's life only (MEMORY): written after the commit */
+	R_SESSION_DELETE,			/* dlock.held_session: session holders */
+	R_SESSION_UPSERT,
+	R_LIVE_DELETE,				/* dlock.queue_live: waiting calls */
+	R_LIVE_UPSERT,
 	NR
 };
+
+#define R_FIRST_MEMORY R_SESSION_DELETE
 
 #define HELD_NCOL 16
 #define QUEUE_NCOL 18
 #define MAX_CHUNK 64
 #define NCHUNK 7				/* 1, 2, 4, ... 64 rows */
 
-static const int row_ncol[NR] = {HELD_NCOL, 1, QUEUE_NCOL, 1};
+static const int row_ncol[NR] = {1, HELD_NCOL, 1, QUEUE_NCOL, 1, HELD_NCOL, 1, QUEUE_NCOL};
+
+#define HELD_TAIL \
+	" ON DUPLICATE KEY UPDATE name = VALUES(name), owner = VALUES(owner), " \
+	"conn_id = VALUES(conn_id), session_start = VALUES(session_start), " \
+	"mode = VALUES(mode), `count` = VALUES(`count`), granted_us = VALUES(granted_us), " \
+	"expires_us = VALUES(expires_us), ttl_us = VALUES(ttl_us), " \
+	"implied = VALUES(implied), account = VALUES(account), kept = VALUES(kept), " \
+	"capacity = VALUES(capacity), permits = VALUES(permits), value = VALUES(value)"
+#define QUEUE_TAIL \
+	" ON DUPLICATE KEY UPDATE name = VALUES(name), owner = VALUES(owner), " \
+	"conn_id = VALUES(conn_id), session_start = VALUES(session_start), " \
+	"mode = VALUES(mode), since_us = VALUES(since_us), timeout_us = VALUES(timeout_us), " \
+	"ttl_us = VALUES(ttl_us), conversion = VALUES(conversion), " \
+	"implied = VALUES(implied), account = VALUES(account), keep = VALUES(keep), " \
+	"kept_until_us = VALUES(kept_until_us), request = VALUES(request), " \
+	"capacity = VALUES(capacity), permits = VALUES(permits), value = VALUES(value)"
 
 static const char *const row_head[NR] = {
-	[R_HELD_UPSERT] = "INSERT INTO dlock.held (" HELD_COLS ") VALUES ",
-	[R_HELD_DELETE] = "DELETE FROM dlock.held WHERE token IN ",
-	[R_QUEUE_UPSERT] = "INSERT INTO dlock.queue (" QUEUE_COLS ") VALUES ",
-	[R_QUEUE_DELETE] = "DELETE FROM dlock.queue WHERE ticket IN ",
+	[R_KEYED_DELETE] = "DELETE FROM dlock.held_keyed WHERE token IN ",
+	[R_KEYED_UPSERT] = "INSERT INTO dlock.held_keyed (" HELD_COLS ") VALUES ",
+	[R_KEPT_DELETE] = "DELETE FROM dlock.queue_kept WHERE ticket IN ",
+	[R_KEPT_UPSERT] = "INSERT INTO dlock.queue_kept (" QUEUE_COLS ") VALUES ",
+	[R_SESSION_DELETE] = "DELETE FROM dlock.held_session WHERE token IN ",
+	[R_SESSION_UPSERT] = "INSERT INTO dlock.held_session (" HELD_COLS ") VALUES ",
+	[R_LIVE_DELETE] = "DELETE FROM dlock.queue_live WHERE ticket IN ",
+	[R_LIVE_UPSERT] = "INSERT INTO dlock.queue_live (" QUEUE_COLS ") VALUES ",
 };
 
 static const char *const row_tail[NR] = {
-	[R_HELD_UPSERT] =
-	" ON DUPLICATE KEY UPDATE name = VALUES(name), owner = VALUES(owner), "
-	"conn_id = VALUES(conn_id), session_start = VALUES(session_start), "
-	"mode = VALUES(mode), `count` = VALUES(`count`), granted_us = VALUES(granted_us), "
-	"expires_us = VALUES(expires_us), ttl_us = VALUES(ttl_us), "
-	"implied = VALUES(implied), account = VALUES(account), kept = VALUES(kept), "
-	"capacity = VALUES(capacity), permits = VALUES(permits), value = VALUES(value)",
-	[R_HELD_DELETE] = "",
-	[R_QUEUE_UPSERT] =
-	" ON DUPLICATE KEY UPDATE name = VALUES(name), owner = VALUES(owner), "
-	"conn_id = VALUES(conn_id), session_start = VALUES(session_start), "
-	"mode = VALUES(mode), since_us = VALUES(since_us), timeout_us = VALUES(timeout_us), "
-	"ttl_us = VALUES(ttl_us), conversion = VALUES(conversion), "
-	"implied = VALUES(implied), account = VALUES(account), keep = VALUES(keep), "
-	"kept_until_us = VALUES(kept_until_us), request = VALUES(request), "
-	"capacity = VALUES(capacity), permits = VALUES(permits), value = VALUES(value)",
-	[R_QUEUE_DELETE] = "",
+	[R_KEYED_DELETE] = "",
+	[R_KEYED_UPSERT] = HELD_TAIL,
+	[R_KEPT_DELETE] = "",
+	[R_KEPT_UPSERT] = QUEUE_TAIL,
+	[R_SESSION_DELETE] = "",
+	[R_SESSION_UPSERT] = HELD_TAIL,
+	[R_LIVE_DELETE] = "",
+	[R_LIVE_UPSERT] = QUEUE_TAIL,
 };
 
 static MYSQL_STMT *row_stmts[NR][NCHUNK];
@@ -738,6 +890,9 @@ typedef struct Probe
 static Probe probe;
 
 /* The most telling change of the batch: a new or a deleted row first. */
+static void kept_note(void);
+static bool kept_noted;			/* this batch's kept rows are in kept_set */
+
 static void
 probe_choose(DLockManager *m)
 {
@@ -747,6 +902,8 @@ probe_choose(DLockManager *m)
 	probe.kind = PROBE_NONE;
 	for (DLmHolder *h = dlm_touched_holders(m); h; h = h->touched_next)
 	{
+		if (h->owner->key == NULL)
+			continue;			/* not in the durable part */
 		if (h->p.dead && h->p.stored)
 		{
 			probe = (Probe) {PROBE_HELD_ABSENT, h->stored_token, 0, 0, 0, 0};
@@ -764,17 +921,20 @@ probe_choose(DLockManager *m)
 	}
 	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
 	{
-		if (w->p.dead && w->p.stored)
+		bool		in_kept = w->p.stored && kept_has(w->ticket);
+		bool		to_kept = !w->p.dead && w->keep && (!w->p.stored || w->p.dirty);
+
+		if (in_kept && (w->p.dead || (w->p.dirty && !w->keep)))
 		{
 			probe = (Probe) {PROBE_QUEUE_ABSENT, w->ticket, 0, 0, 0, 0};
 			return;
 		}
-		if (!w->p.dead && !w->p.stored)
+		if (to_kept && !in_kept)
 		{
 			probe = (Probe) {PROBE_QUEUE_PRESENT, w->ticket, 0, w->kept_until, w->keep, 0};
 			return;
 		}
-		if (!w->p.dead && w->p.dirty && update.kind == PROBE_NONE)
+		if (to_kept && update.kind == PROBE_NONE)
 			update = (Probe) {PROBE_QUEUE_PRESENT, w->ticket, 0, w->kept_until, w->keep, 0};
 	}
 	if (update.kind != PROBE_NONE)
@@ -955,9 +1115,9 @@ rows_flush(int kind, DlockErr *err)
 }
 
 static void
-held_row(const DLmHolder *h)
+held_row(int kind, const DLmHolder *h)
 {
-	Param	   *p = row_add(R_HELD_UPSERT);
+	Param	   *p = row_add(kind);
 
 	if (p == NULL)
 		return;
@@ -985,9 +1145,9 @@ held_row(const DLmHolder *h)
 }
 
 static void
-queue_row(const DLmWaiter *w)
+queue_row(int kind, const DLmWaiter *w)
 {
-	Param	   *p = row_add(R_QUEUE_UPSERT);
+	Param	   *p = row_add(kind);
 
 	if (p == NULL)
 		return;
@@ -1040,72 +1200,114 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		rows[k].n = 0;
 		rows[k].oom = false;
 	}
+	kept_noted = false;
 	for (DLmHolder *h = dlm_touched_holders(m); h; h = h->touched_next)
 	{
+		bool		keyed = h->owner->key != NULL;
+
 		if (h->p.dead)
 		{
 			if (h->p.stored)
-				key_row(R_HELD_DELETE, h->stored_token);
+				key_row(keyed ? R_KEYED_DELETE : R_SESSION_DELETE, h->stored_token);
 		}
 		else if (!h->p.stored || h->p.dirty)
 		{
 			/* a new token (a conversion): the row moves to its new key */
 			if (h->p.stored && h->stored_token != h->token)
-				key_row(R_HELD_DELETE, h->stored_token);
-			held_row(h);
+				key_row(keyed ? R_KEYED_DELETE : R_SESSION_DELETE, h->stored_token);
+			held_row(keyed ? R_KEYED_UPSERT : R_SESSION_UPSERT, h);
 		}
 	}
 	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
 	{
+		bool		in_kept = w->p.stored && kept_has(w->ticket);
+
 		if (w->p.dead)
 		{
 			if (w->p.stored)
-				key_row(R_QUEUE_DELETE, w->ticket);
+				key_row(in_kept ? R_KEPT_DELETE : R_LIVE_DELETE, w->ticket);
 		}
 		else if (!w->p.stored || w->p.dirty)
-			queue_row(w);
+		{
+			/* a kept place is durable; a waiting call's row is not */
+			if (in_kept && !w->keep)
+				key_row(R_KEPT_DELETE, w->ticket);
+			if (!in_kept && w->p.stored && w->keep)
+				key_row(R_LIVE_DELETE, w->ticket);
+			queue_row(w->keep ? R_KEPT_UPSERT : R_LIVE_UPSERT, w);
+		}
 	}
 	/*
-	 * One statement commits on its own (autocommit: one round trip, the
-	 * common case of an uncontended call); more run in a transaction.
+	 * The durable part first: one statement commits on its own
+	 * (autocommit: one round trip), more run in a transaction.
 	 */
 	{
 		int			nstatements = dlm_counter_dirty(m, NULL) ? 1 : 0;
 
-		for (int k = 0; k < NR; k++)
+		for (int k = 0; k < R_FIRST_MEMORY; k++)
 			nstatements += __builtin_popcount((unsigned) rows[k].n);
-		if (nstatements == 0)
-			return 0;
-		probe_choose(m);
-		in_transaction = nstatements > 1;
-		if (in_transaction && mysql_real_query(conn, "BEGIN", 5) != 0)
+		if (nstatements > 0)
 		{
-			set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+			probe_choose(m);
+			in_transaction = nstatements > 1;
+			if (in_transaction && mysql_real_query(conn, "BEGIN", 5) != 0)
+			{
+				set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+				in_transaction = false;
+				return -1;
+			}
+			last_errno = 0;
+			for (int k = 0; k < R_FIRST_MEMORY; k++)
+				if (rows_flush(k, err) != 0)
+					return !in_transaction && outcome_unknown(last_errno) ? -2 : -1;
+			if (dlm_counter_dirty(m, &hi))
+			{
+				Param		p = {.is_int = true, .i = hi};
+
+				if (run(Q_COUNTER_SAVE, &p, 1, NULL, err) != 0)
+					return !in_transaction && outcome_unknown(last_errno) ? -2 : -1;
+			}
+			if (in_transaction && mysql_commit(conn) != 0)
+			{
+				set_err(err, DLOCK_ER_UNKNOWN, "lock store: commit: %s", mysql_error(conn));
+				in_transaction = false;
+				return -2;
+			}
 			in_transaction = false;
-			return -1;
 		}
 	}
-	/* deletes first: a row may move to a key another row just left */
-	last_errno = 0;
-	if (rows_flush(R_HELD_DELETE, err) != 0 ||
-		rows_flush(R_HELD_UPSERT, err) != 0 ||
-		rows_flush(R_QUEUE_DELETE, err) != 0 ||
-		rows_flush(R_QUEUE_UPSERT, err) != 0)
-		return !in_transaction && outcome_unknown(last_errno) ? -2 : -1;
-	if (dlm_counter_dirty(m, &hi))
-	{
-		Param		p = {.is_int = true, .i = hi};
+	/* then the rows that live as long as the server: no flush, no transaction */
+	return store_finish_batch(err) == 0 ? 0 : -3;
+}
 
-		if (run(Q_COUNTER_SAVE, &p, 1, NULL, err) != 0)
-			return !in_transaction && outcome_unknown(last_errno) ? -2 : -1;
-	}
-	if (in_transaction && mysql_commit(conn) != 0)
-	{
-		set_err(err, DLOCK_ER_UNKNOWN, "lock store: commit: %s", mysql_error(conn));
-		in_transaction = false;
-		return -2;
-	}
-	in_transaction = false;
+/* The kept-place tickets follow the durable part just committed (once). */
+static void
+kept_note(void)
+{
+	Rows	   *d = &rows[R_KEPT_DELETE];
+	Rows	   *u = &rows[R_KEPT_UPSERT];
+
+	if (kept_noted)
+		return;
+	kept_noted = true;
+	for (int i = 0; i < d->n; i++)
+		kept_del(d->p[i].i);
+	for (int i = 0; i < u->n; i++)
+		(void) kept_add(u->p[(size_t) i * QUEUE_NCOL].i);
+}
+
+/*
+ * The MEMORY tables' part of the batch.  Every statement is an upsert or a
+ * delete by key, so after a lost connection the part is simply written
+ * again (the durable part is committed by then and is not repeated).
+ */
+int
+store_finish_batch(DlockErr *err)
+{
+	kept_note();
+	for (int k = R_FIRST_MEMORY; k < NR; k++)
+		if (rows_flush(k, err) != 0)
+			return -1;
 	return 0;
 }
 

@@ -54,16 +54,22 @@ typedef struct StoreLoad
 	DLockTime	now;
 	unsigned long long *alive;	/* malloc'ed, sorted */
 	size_t		nalive;
+	long long	capacity;		/* rows a MEMORY table can take; 0: unknown */
 } StoreLoad;
 extern int	store_load(StoreLoad *load, DlockErr *err);
 
 /*
- * One batch: the changed rows and the counter, committed.  0; -1 not
+ * One batch: the durable rows (owner-keyed holders, kept places) and the
+ * counter in InnoDB, committed; then the rows that live as long as the
+ * server (session holders, waiting calls) in MEMORY tables.  0; -1 not
  * applied; -2 unknown (the connection lost at the commit): reconnect and
- * ask store_batch_applied (1 applied, 0 not, -1 cannot tell).
+ * ask store_batch_applied (1 applied, 0 not, -1 cannot tell), then
+ * store_finish_batch; -3 the durable part committed, the rest not: reconnect
+ * and store_finish_batch (it may run again: upserts and deletes by key).
  */
 extern int	store_write_batch(DLockManager *m, DlockErr *err);
 extern int	store_batch_applied(DlockErr *err);
+extern int	store_finish_batch(DlockErr *err);
 extern int	store_rollback(void);
 
 /* Administration, each in a transaction of its own. */

@@ -35,19 +35,42 @@ PREPARE dlock_stmt FROM @dlock_sql;
 EXECUTE dlock_stmt;
 DEALLOCATE PREPARE dlock_stmt;
 
+-- The first layout of this design kept every row in InnoDB tables named
+-- held and queue (now views): they become the durable tables, and their
+-- session rows move to the MEMORY tables below.
+SET @dlock_first = (SELECT COUNT(*) FROM information_schema.TABLES
+                     WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'held'
+                       AND TABLE_TYPE = 'BASE TABLE');
+SET @dlock_sql = IF(@dlock_first > 0,
+    'RENAME TABLE dlock.held TO dlock.held_keyed, dlock.queue TO dlock.queue_kept',
+    'DO 0');
+PREPARE dlock_stmt FROM @dlock_sql;
+EXECUTE dlock_stmt;
+DEALLOCATE PREPARE dlock_stmt;
+
 -- ------------------------------------------------------------------------
--- The lock store.  Only the lock manager's store account writes it, in one
--- transaction per batch; times are Unix microseconds (UTC), strings are
--- bytes.  A session is its connection id (conn_id) in one server run
--- (session_start); an owner key's rows name the account that took it.
+-- The lock store.  Only the lock manager's store account writes it; times
+-- are Unix microseconds (UTC), strings are bytes.  A session is its
+-- connection id (conn_id) in one server run (session_start); an owner key's
+-- rows name the account that took it.
+--
+-- What a crash must keep - owner-keyed holders (leases), kept places, the
+-- ticket counter - is in InnoDB tables, committed and flushed before any
+-- answer that depends on it.  What ends with the server anyway - session
+-- holders and the rows of waiting calls - is in MEMORY tables of the same
+-- columns: written (visible) before the answer, never flushed, empty after
+-- a restart.  The views dlock.held and dlock.queue show both halves.
 -- ------------------------------------------------------------------------
+
+-- MEMORY tables take their size limit from this when created (~3 KB a row)
+SET SESSION max_heap_table_size = 4294967296;
 
 -- Holders (the main rows): one row per holder of a lock, and per intention
 -- an ancestor path holds for a lock below it (implied).
-CREATE TABLE IF NOT EXISTS dlock.held (
+CREATE TABLE IF NOT EXISTS dlock.held_keyed (
     token         BIGINT           NOT NULL PRIMARY KEY,   -- the fencing token
     name          VARBINARY(1024)  NOT NULL,
-    owner         VARBINARY(255)   NULL,       -- NULL: owned by the session
+    owner         VARBINARY(255)   NULL,       -- the owner key (NULL in held_session)
     conn_id       BIGINT UNSIGNED  NOT NULL,   -- the session that took it
     session_start BIGINT           NOT NULL,   -- that session's server run
     mode          TINYINT UNSIGNED NOT NULL,   -- 0 NL, 1 CR, 2 CW, 3 PR (shared), 4 PW, 5 EX (exclusive)
@@ -62,10 +85,18 @@ CREATE TABLE IF NOT EXISTS dlock.held (
     permits       INT              NULL,       -- the permits held of it
     value         VARBINARY(1024)  NULL        -- a leader's value; NULL: not an election
 ) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS dlock.held_session LIKE dlock.held_keyed;
+SET @dlock_sql = IF((SELECT ENGINE FROM information_schema.TABLES
+                      WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'held_session') <> 'MEMORY',
+                    'ALTER TABLE dlock.held_session ENGINE=MEMORY', 'DO 0');
+PREPARE dlock_stmt FROM @dlock_sql;
+EXECUTE dlock_stmt;
+DEALLOCATE PREPARE dlock_stmt;
 
 -- Waiters: one row per part of a request that has waited longer than
--- dlock_queue_row_delay (a shorter wait never reaches the table).
-CREATE TABLE IF NOT EXISTS dlock.queue (
+-- dlock_queue_row_delay (a shorter wait never reaches the table); kept
+-- places in queue_kept, waiting calls in queue_live.
+CREATE TABLE IF NOT EXISTS dlock.queue_kept (
     ticket        BIGINT           NOT NULL PRIMARY KEY,   -- FIFO order; the token once granted
     name          VARBINARY(1024)  NOT NULL,
     owner         VARBINARY(255)   NULL,
@@ -85,6 +116,28 @@ CREATE TABLE IF NOT EXISTS dlock.queue (
     permits       INT              NULL,
     value         VARBINARY(1024)  NULL
 ) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS dlock.queue_live LIKE dlock.queue_kept;
+SET @dlock_sql = IF((SELECT ENGINE FROM information_schema.TABLES
+                      WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'queue_live') <> 'MEMORY',
+                    'ALTER TABLE dlock.queue_live ENGINE=MEMORY', 'DO 0');
+PREPARE dlock_stmt FROM @dlock_sql;
+EXECUTE dlock_stmt;
+DEALLOCATE PREPARE dlock_stmt;
+
+-- the first layout's session rows and waiting rows move
+SET @dlock_sql = IF(@dlock_first > 0,
+    'INSERT IGNORE INTO dlock.held_session SELECT * FROM dlock.held_keyed WHERE owner IS NULL',
+    'DO 0');
+PREPARE dlock_stmt FROM @dlock_sql;
+EXECUTE dlock_stmt;
+DEALLOCATE PREPARE dlock_stmt;
+DELETE FROM dlock.held_keyed WHERE owner IS NULL;
+DELETE FROM dlock.queue_kept WHERE NOT keep;
+
+CREATE OR REPLACE SQL SECURITY INVOKER VIEW dlock.held AS
+SELECT * FROM dlock.held_keyed UNION ALL SELECT * FROM dlock.held_session;
+CREATE OR REPLACE SQL SECURITY INVOKER VIEW dlock.queue AS
+SELECT * FROM dlock.queue_kept UNION ALL SELECT * FROM dlock.queue_live;
 
 -- Tickets: the manager reserves blocks ahead of use, so a token once
 -- handed out is never handed out again nor undercut, across crashes.
@@ -128,7 +181,7 @@ SET @dlock_account = IF((SELECT COUNT(*) FROM information_schema.COLUMNS
                             AND COLUMN_NAME = 'account') > 0,
                         'IF(account = '''', CURRENT_USER(), account)', 'CURRENT_USER()');
 SET @dlock_sql = IF(@dlock_old > 0, CONCAT(
-    'INSERT IGNORE INTO dlock.held (token, name, owner, conn_id, session_start, mode,
+    'INSERT IGNORE INTO dlock.held_keyed (token, name, owner, conn_id, session_start, mode,
          `count`, granted_us, expires_us, ttl_us, account)
      SELECT token, name, owner, conn_id, 0, mode, `count`,
             FLOOR(UNIX_TIMESTAMP(granted_at) * 1000000),
