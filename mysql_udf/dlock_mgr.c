@@ -137,8 +137,8 @@ static unsigned long long run_base;	/* this server run, in session_start */
 /* ------------------------------------------------------------------------
  * Small helpers
  * ------------------------------------------------------------------------ */
-static void
-set_err(DlockErr *err, int code, const char *fmt,...)
+void
+dlock_set_err(DlockErr *err, int code, const char *fmt,...)
 {
 	va_list		ap;
 
@@ -460,7 +460,7 @@ describe_cycle(const Slot *s, const DLmAnswer *a, DlockErr *err)
 		buf[len - 1] = '\0';
 	else
 		buf[sizeof(buf) - 1] = '\0';
-	set_err(err, DLOCK_ER_DEADLOCK,
+	dlock_set_err(err, DLOCK_ER_DEADLOCK,
 			"%s: deadlock detected while waiting for lock \"%s\" [40001]: %s",
 			s->call.fn, shown(s->names_z[0], nm, sizeof(nm)), buf);
 }
@@ -475,19 +475,19 @@ describe_error(const Slot *s, DLmError e, DlockErr *err)
 	switch (e)
 	{
 		case DLM_ERR_NOT_YOURS:
-			set_err(err, DLOCK_ER_ACCESS,
+			dlock_set_err(err, DLOCK_ER_ACCESS,
 					"%s: owner key is in use by another account (an owner key "
 					"that holds or waits for locks serves only the account "
 					"that took them, and dlock_admin; take your own with "
 					"dlock_new_owner())", fn);
 			break;
 		case DLM_ERR_TOO_MANY_PARTS:
-			set_err(err, DLOCK_ER_TOO_LONG,
+			dlock_set_err(err, DLOCK_ER_TOO_LONG,
 					"%s: request has too many parts (each name counts its "
 					"path depth)", fn);
 			break;
 		case DLM_ERR_NO_SPACE:
-			set_err(err, DLOCK_ER_QUOTA, "%s: out of lock space", fn);
+			dlock_set_err(err, DLOCK_ER_QUOTA, "%s: out of lock space", fn);
 			break;
 		case DLM_ERR_ROLE_QUOTA:
 		case DLM_ERR_OWNER_QUOTA:
@@ -503,7 +503,7 @@ describe_error(const Slot *s, DLmError e, DlockErr *err)
 					k += 2;
 				else if (q && q->limits[k] < 0)
 					k += 2;
-				set_err(err, DLOCK_ER_QUOTA,
+				dlock_set_err(err, DLOCK_ER_QUOTA,
 						"%s: lock quota exceeded for %.200s (%s %lld) [53400]", fn,
 						s->account, what[k], q ? q->limits[k] : 0LL);
 			}
@@ -511,7 +511,7 @@ describe_error(const Slot *s, DLmError e, DlockErr *err)
 		case DLM_ERR_IS_SEMAPHORE:
 		case DLM_ERR_IS_LOCK:
 		case DLM_ERR_IS_ELECTION:
-			set_err(err, DLOCK_ER_ARGS,
+			dlock_set_err(err, DLOCK_ER_ARGS,
 					"%s: \"%s\" is a %s, not a %s (a name is a lock, a "
 					"semaphore or a leader election while anyone holds or "
 					"waits for it)", fn, nm,
@@ -522,32 +522,32 @@ describe_error(const Slot *s, DLmError e, DlockErr *err)
 					"leader election" : "lock");
 			break;
 		case DLM_ERR_CAPACITY:
-			set_err(err, DLOCK_ER_UNKNOWN,
+			dlock_set_err(err, DLOCK_ER_UNKNOWN,
 					"%s: semaphore \"%s\" is in use with another capacity [DL004]",
 					fn, nm);
 			break;
 		case DLM_ERR_HELD_ONCE:
 			if (s->call.election)
-				set_err(err, DLOCK_ER_UNKNOWN,
+				dlock_set_err(err, DLOCK_ER_UNKNOWN,
 						"%s: this %s leads \"%s\" already; publish a new value "
 						"with dlock_proclaim() [DL003]", fn,
 						s->call.owner ? "owner" : "session", nm);
 			else
-				set_err(err, DLOCK_ER_UNKNOWN,
+				dlock_set_err(err, DLOCK_ER_UNKNOWN,
 						"%s: semaphore \"%s\" is already held by this %s [DL003]",
 						fn, nm, s->call.owner ? "owner" : "session");
 			break;
 		case DLM_ERR_CONVERSION_WAITING:
-			set_err(err, DLOCK_ER_ARGS,
+			dlock_set_err(err, DLOCK_ER_ARGS,
 					"%s: a conversion of \"%s\" by this owner is already waiting",
 					fn, nm);
 			break;
 		case DLM_ERR_KEEP_PLACE:
-			set_err(err, DLOCK_ER_ARGS,
+			dlock_set_err(err, DLOCK_ER_ARGS,
 					"%s: keep_place needs an owner key and a lease", fn);
 			break;
 		default:
-			set_err(err, DLOCK_ER_UNKNOWN, "%s: lock manager: %s", fn,
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "%s: lock manager: %s", fn,
 					dlm_error_message(e));
 			break;
 	}
@@ -594,7 +594,7 @@ on_answer(void *arg, int requester, const DLmAnswer *a)
 
 				if (i < 0 || i >= s->call.nnames)
 					i = 0;
-				set_err(&s->perr, DLOCK_ER_UNKNOWN,
+				dlock_set_err(&s->perr, DLOCK_ER_UNKNOWN,
 						"%s: lock \"%s\" is already held by this %s in mode %s, "
 						"which does not include %s; use dlock_convert() [DL003]",
 						s->call.fn, shown(s->names_z[i], nm, sizeof(nm)),
@@ -606,7 +606,7 @@ on_answer(void *arg, int requester, const DLmAnswer *a)
 			{
 				char		nm[80];
 
-				set_err(&s->perr, DLOCK_ER_INTERRUPTED,
+				dlock_set_err(&s->perr, DLOCK_ER_INTERRUPTED,
 						"%s: request for lock \"%s\" was withdrawn: "
 						"dlock_release_all() was called for its owner key [DL002]",
 						s->call.fn, shown(s->names_z[0], nm, sizeof(nm)));
@@ -712,7 +712,7 @@ reload(DlockErr *err)
 		return -1;
 	if (!installed)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN,
+		dlock_set_err(err, DLOCK_ER_UNKNOWN,
 				"the dlock tables are not installed (run sql/mysql/install.sql)");
 		return -2;
 	}
@@ -722,7 +722,7 @@ reload(DlockErr *err)
 	picture = picture_new();
 	if (picture == NULL)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "out of memory in the lock manager");
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory in the lock manager");
 		return -1;
 	}
 	memset(&load, 0, sizeof(load));
@@ -752,7 +752,7 @@ reload(DlockErr *err)
 	if (dlm_broken(picture) || store_write_batch(picture, err) != 0)
 	{
 		if (dlm_broken(picture))
-			set_err(err, DLOCK_ER_UNKNOWN, "out of memory in the lock manager");
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory in the lock manager");
 		store_rollback();
 		picture_drop();
 		return -1;
@@ -802,7 +802,7 @@ execute(Slot *s, DLockTime now)
 	{
 		s->pending = true;
 		s->pres.status = DLOCK_STATUS_ERROR;
-		set_err(&s->perr, DLOCK_ER_UNKNOWN, "%s: out of memory", s->call.fn);
+		dlock_set_err(&s->perr, DLOCK_ER_UNKNOWN, "%s: out of memory", s->call.fn);
 		return;
 	}
 	if (q.op == DLOCK_OP_ACQUIRE || q.op == DLOCK_OP_TRY ||
@@ -816,7 +816,7 @@ execute(Slot *s, DLockTime now)
 			s->pending = true;
 			memset(&s->pres, 0, sizeof(s->pres));
 			s->pres.status = DLOCK_STATUS_ERROR;
-			set_err(&s->perr, DLOCK_ER_ACCESS,
+			dlock_set_err(&s->perr, DLOCK_ER_ACCESS,
 					"%s: permission denied for lock \"%s\": outside the prefixes "
 					"granted to %.200s%s%.100s [42501]", s->call.fn,
 					shown(refused, nm, sizeof(nm)), s->account,
@@ -891,7 +891,7 @@ answer_error_locked(Slot *s, const char *msg)
 {
 	memset(&s->res, 0, sizeof(s->res));
 	s->res.status = DLOCK_STATUS_ERROR;
-	set_err(&s->err, DLOCK_ER_UNKNOWN, "%s: %s", s->inspect_fn ? "dlock" : s->call.fn, msg);
+	dlock_set_err(&s->err, DLOCK_ER_UNKNOWN, "%s: %s", s->inspect_fn ? "dlock" : s->call.fn, msg);
 	s->pending = false;
 	s->state = SLOT_DONE;
 	pthread_cond_signal(&s->cond);
@@ -992,13 +992,12 @@ resubmit_locked(bool fail, const char *msg)
 }
 
 /*
- * After a batch whose connection was lost at its commit: reconnect and look
- * whether it was applied (1) or not (0), trying for up to LOAD_WAIT_US;
- * -1 if the store could not be asked (the picture is then rebuilt, and the
- * batch's calls decided again).
+ * Ask the store something on a fresh connection, again and again with
+ * growing pauses for up to LOAD_WAIT_US: ask returns >= 0 for an answer,
+ * < 0 to try again.  The answer, or -1 with err (logged as 'what').
  */
 static int
-batch_outcome(DlockErr *err)
+store_retry(int (*ask) (DlockErr *err), const char *what, DlockErr *err)
 {
 	DLockTime	until = mono_us() + LOAD_WAIT_US;
 	long		pause_ms = RETRY_MIN_MS;
@@ -1010,13 +1009,12 @@ batch_outcome(DlockErr *err)
 
 		store_close();
 		if (store_open(&e) == 0)
-			r = store_batch_applied(&e);
+			r = ask(&e);
 		if (r >= 0)
 			return r;
 		if (mono_us() >= until || stopping)
 		{
-			fprintf(stderr, "dlock: lock manager cannot tell whether a batch was applied: %s\n",
-					e.msg);
+			fprintf(stderr, "dlock: lock manager cannot %s: %s\n", what, e.msg);
 			*err = e;
 			return -1;
 		}
@@ -1030,40 +1028,36 @@ batch_outcome(DlockErr *err)
 	}
 }
 
+static int
+finish_or_retry(DlockErr *err)
+{
+	return store_finish_batch(err) == 0 ? 0 : -1;
+}
+
 /*
- * After the durable part of a batch committed: write its MEMORY part, on a
- * new connection if need be, for up to LOAD_WAIT_US.  0, or -1 (the
- * picture is then rebuilt; the durable part is not undone).
+ * After a batch whose connection was lost at its commit: whether it was
+ * applied (1) or not (0); -1 if the store could not be asked (the picture
+ * is then rebuilt, and the batch's calls decided again).
+ */
+static int
+batch_outcome(DlockErr *err)
+{
+	return store_retry(store_batch_applied, "tell whether a batch was applied", err);
+}
+
+/*
+ * After the durable part of a batch committed: write its MEMORY part (on
+ * a new connection if need be).  0, or -1 (the picture is then rebuilt;
+ * the durable part is not undone).
  */
 static int
 batch_finish(DlockErr *err)
 {
-	DLockTime	until = mono_us() + LOAD_WAIT_US;
-	long		pause_ms = RETRY_MIN_MS;
 	DlockErr	e;
 
 	if (store_conn_id() != 0 && store_finish_batch(&e) == 0)
 		return 0;
-	for (;;)
-	{
-		store_close();
-		if (store_open(&e) == 0 && store_finish_batch(&e) == 0)
-			return 0;
-		if (mono_us() >= until || stopping)
-		{
-			fprintf(stderr, "dlock: lock manager cannot write the session rows of a batch: %s\n",
-					e.msg);
-			*err = e;
-			return -1;
-		}
-		{
-			struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
-
-			nanosleep(&ts, NULL);
-		}
-		if (pause_ms < 500)
-			pause_ms *= 2;
-	}
+	return store_retry(finish_or_retry, "write the session rows of a batch", err) == 0 ? 0 : -1;
 }
 
 static void *
@@ -1252,7 +1246,7 @@ manager_main(void *arg)
 		}
 		if (dlm_broken(picture))
 		{
-			set_err(&err, DLOCK_ER_UNKNOWN, "out of memory in the lock manager");
+			dlock_set_err(&err, DLOCK_ER_UNKNOWN, "out of memory in the lock manager");
 			failed = true;
 		}
 		rows_due = failed ? 0 : dlm_queue_rows_due(picture, now, false);
@@ -1370,7 +1364,7 @@ mgr_start(DlockErr *err)
 		free(slots);
 		slots = NULL;
 		pthread_mutex_unlock(&mu);
-		set_err(err, DLOCK_ER_UNKNOWN, "dlock: cannot set up the lock manager");
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "dlock: cannot set up the lock manager");
 		return -1;
 	}
 	/* a positive start whose low 32 bits carry the connection id's high bits */
@@ -1387,7 +1381,7 @@ mgr_start(DlockErr *err)
 	if (pthread_create(&thread, NULL, manager_main, NULL) != 0)
 	{
 		pthread_mutex_unlock(&mu);
-		set_err(err, DLOCK_ER_UNKNOWN, "dlock: cannot start the lock manager thread");
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "dlock: cannot start the lock manager thread");
 		return -1;
 	}
 	thread_started = true;
@@ -1431,7 +1425,7 @@ mgr_check_running(const char *fn, DlockErr *err)
 	ok = running;
 	pthread_mutex_unlock(&mu);
 	if (!ok)
-		set_err(err, DLOCK_ER_UNKNOWN,
+		dlock_set_err(err, DLOCK_ER_UNKNOWN,
 				"%s: the dlock plugin is not loaded (INSTALL SONAME 'dlock_udf', "
 				"or plugin-load-add = dlock_udf.so in the server's configuration)", fn);
 	return ok ? 0 : -1;
@@ -1464,7 +1458,7 @@ slot_get(const char *fn, DlockErr *err)
 	}
 	pthread_mutex_unlock(&mu);
 	if (s == NULL)
-		set_err(err, DLOCK_ER_UNKNOWN,
+		dlock_set_err(err, DLOCK_ER_UNKNOWN,
 				"%s: more than %d dlock calls at once", fn, NSLOTS);
 	return s;
 }
@@ -1505,7 +1499,7 @@ slot_copy(Slot *s, const DlockCall *call, DlockErr *err)
 
 		if (b == NULL)
 		{
-			set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", call->fn);
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", call->fn);
 			return -1;
 		}
 		s->buf = b;
@@ -1653,7 +1647,7 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 	{
 		*err = s->err;
 		if (err->code == 0)
-			set_err(err, DLOCK_ER_UNKNOWN, "%s: lock manager failed", call->fn);
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "%s: lock manager failed", call->fn);
 		rc = -1;
 	}
 	slot_put_locked(s);
@@ -1800,7 +1794,7 @@ mgr_grant(const char *fn, const char *grantee, size_t glen, const char *prefix,
 		return -1;
 	if (op.rc != 0)
 	{
-		set_err(err, op.err.code ? op.err.code : DLOCK_ER_UNKNOWN, "%s: %s", fn, op.err.msg);
+		dlock_set_err(err, op.err.code ? op.err.code : DLOCK_ER_UNKNOWN, "%s: %s", fn, op.err.msg);
 		return -1;
 	}
 	*changed = op.changed;
@@ -1821,7 +1815,7 @@ mgr_set_quota(const char *fn, const char *grantee, size_t glen,
 		return -1;
 	if (op.rc != 0)
 	{
-		set_err(err, op.err.code ? op.err.code : DLOCK_ER_UNKNOWN, "%s: %s", fn, op.err.msg);
+		dlock_set_err(err, op.err.code ? op.err.code : DLOCK_ER_UNKNOWN, "%s: %s", fn, op.err.msg);
 		return -1;
 	}
 	return 0;

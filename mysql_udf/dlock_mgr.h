@@ -99,6 +99,10 @@ typedef struct DlockResult
 	long long	tokens[DLOCK_MAX_MULTI];
 } DlockResult;
 
+/* Fill err (code, message from fmt, not a warning). */
+extern void dlock_set_err(DlockErr *err, int code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
 /*
  * Settings (system variables of the plugin, dlock_udf.c), read by the
  * manager at each batch.

@@ -119,17 +119,6 @@ static unsigned long long conn_id;
 static char self_socket[512];
 static unsigned int self_port;
 
-static void
-set_err(DlockErr *err, int code, const char *fmt,...)
-{
-	va_list		ap;
-
-	err->code = code;
-	err->warning = 0;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-}
 
 void
 store_set_server(const char *socket, unsigned int port)
@@ -160,14 +149,14 @@ check_cnf(const char *path, DlockErr *err)
 
 	if (stat(path, &st) != 0)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN,
+		dlock_set_err(err, DLOCK_ER_UNKNOWN,
 				"no lock store account: %s: %s (scripts/mysql_install.sh "
 				"creates it)", path, strerror(errno));
 		return -1;
 	}
 	if (st.st_uid != geteuid() || (st.st_mode & 077) != 0)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN,
+		dlock_set_err(err, DLOCK_ER_UNKNOWN,
 				"%s holds a password: it must belong to the server's user "
 				"(uid %u) with mode 0600 or 0400 (it is uid %u, mode %04o)",
 				path, (unsigned) geteuid(), (unsigned) st.st_uid,
@@ -222,7 +211,7 @@ store_open(DlockErr *err)
 	conn = mysql_init(NULL);
 	if (conn == NULL)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 		return -1;
 	}
 	/* this very server over its socket; the [dlock] group may say otherwise */
@@ -239,7 +228,7 @@ store_open(DlockErr *err)
 	if (mysql_real_connect(conn, NULL, NULL, NULL, "dlock", 0, NULL, 0) == NULL)
 	{
 		/* libmariadb's message names host/socket and user, never secrets */
-		set_err(err, DLOCK_ER_UNKNOWN, "cannot connect to the lock store: %s",
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "cannot connect to the lock store: %s",
 				mysql_error(conn));
 		store_close();
 		return -1;
@@ -247,7 +236,7 @@ store_open(DlockErr *err)
 	for (size_t i = 0; i < sizeof(setup) / sizeof(setup[0]); i++)
 		if (mysql_real_query(conn, setup[i], strlen(setup[i])) != 0)
 		{
-			set_err(err, DLOCK_ER_UNKNOWN,
+			dlock_set_err(err, DLOCK_ER_UNKNOWN,
 					"cannot set up the lock store connection: %s", mysql_error(conn));
 			store_close();
 			return -1;
@@ -267,12 +256,12 @@ stmt(int q, DlockErr *err)
 	stmts[q] = mysql_stmt_init(conn);
 	if (stmts[q] == NULL)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
 		return NULL;
 	}
 	if (mysql_stmt_prepare(stmts[q], Q[q], strlen(Q[q])) != 0)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_stmt_error(stmts[q]));
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_stmt_error(stmts[q]));
 		mysql_stmt_close(stmts[q]);
 		stmts[q] = NULL;
 		return NULL;
@@ -286,7 +275,7 @@ static int
 stmt_fail(MYSQL_STMT *st, DlockErr *err)
 {
 	last_errno = mysql_stmt_errno(st);
-	set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_stmt_error(st));
+	dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_stmt_error(st));
 	mysql_stmt_reset(st);
 	return -1;
 }
@@ -402,9 +391,9 @@ fetch(MYSQL_STMT *st, Cols *c, const char *types, DlockErr *err)
 	if (f != 0)
 	{
 		if (f == MYSQL_DATA_TRUNCATED)
-			set_err(err, DLOCK_ER_UNKNOWN, "lock store: a value is longer than %d bytes", STRCAP - 1);
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: a value is longer than %d bytes", STRCAP - 1);
 		else
-			set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_stmt_error(st));
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_stmt_error(st));
 		mysql_stmt_free_result(st);
 		mysql_stmt_reset(st);
 		return -1;
@@ -583,7 +572,7 @@ load_held(DLockManager *m, DlockErr *err)
 		e = dlm_load_holder(m, &r);
 		if (e != DLM_OK)
 		{
-			set_err(err, DLOCK_ER_UNKNOWN,
+			dlock_set_err(err, DLOCK_ER_UNKNOWN,
 					"cannot load the row of token %lld from dlock.held: %s",
 					(long long) r.token, dlm_error_message(e));
 			mysql_stmt_free_result(st);
@@ -614,7 +603,7 @@ load_kept(DLockManager *m, DLockTime now, DlockErr *err)
 	strs = malloc((size_t) DLOCK_MAX_MULTI * (DLOCK_MAX_PATH_DEPTH + 1) * 3 * STRCAP);
 	if (rows == NULL || strs == NULL)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 		mysql_stmt_free_result(st);
 		free(rows);
 		free(strs);
@@ -635,7 +624,7 @@ load_kept(DLockManager *m, DLockTime now, DlockErr *err)
 
 			if (e != DLM_OK)
 			{
-				set_err(err, DLOCK_ER_UNKNOWN,
+				dlock_set_err(err, DLOCK_ER_UNKNOWN,
 						"cannot load the kept place of request %lld from dlock.queue: %s",
 						request, dlm_error_message(e));
 				if (f == 1)
@@ -676,7 +665,7 @@ load_kept(DLockManager *m, DLockTime now, DlockErr *err)
 			request = c.i[14];
 			if (!kept_add(r->ticket))
 			{
-				set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+				dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 				mysql_stmt_free_result(st);
 				rc = -1;
 				break;
@@ -708,7 +697,7 @@ load_alive(StoreLoad *load, DlockErr *err)
 
 			if (a == NULL)
 			{
-				set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+				dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 				mysql_stmt_free_result(st);
 				return -1;
 			}
@@ -776,7 +765,7 @@ store_load_grants(StoreGrantFn grant_fn, StoreQuotaFn quota_fn, DlockErr *err)
 	/* a read-only transaction: end it, so the next reads see new rows */
 	if (mysql_commit(conn) != 0)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
 		return -1;
 	}
 	return 0;
@@ -1037,7 +1026,7 @@ row_stmt(int kind, int c, DlockErr *err)
 	sql = malloc(len);
 	if (sql == NULL)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 		return NULL;
 	}
 	o = stpcpy(sql, row_head[kind]);
@@ -1064,7 +1053,7 @@ row_stmt(int kind, int c, DlockErr *err)
 	st = mysql_stmt_init(conn);
 	if (st == NULL || mysql_stmt_prepare(st, sql, strlen(sql)) != 0)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s",
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s",
 				st ? mysql_stmt_error(st) : mysql_error(conn));
 		if (st)
 			mysql_stmt_close(st);
@@ -1085,7 +1074,7 @@ rows_flush(int kind, DlockErr *err)
 
 	if (r->oom)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 		return -1;
 	}
 	if (row_binds == NULL)
@@ -1093,7 +1082,7 @@ rows_flush(int kind, DlockErr *err)
 		row_binds = malloc(sizeof(MYSQL_BIND) * MAX_CHUNK * QUEUE_NCOL);
 		if (row_binds == NULL)
 		{
-			set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 			return -1;
 		}
 	}
@@ -1192,7 +1181,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 
 	if (conn == NULL)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
 		return -1;
 	}
 	for (int k = 0; k < NR; k++)
@@ -1252,7 +1241,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 			in_transaction = nstatements > 1;
 			if (in_transaction && mysql_real_query(conn, "BEGIN", 5) != 0)
 			{
-				set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+				dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
 				in_transaction = false;
 				return -1;
 			}
@@ -1269,7 +1258,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 			}
 			if (in_transaction && mysql_commit(conn) != 0)
 			{
-				set_err(err, DLOCK_ER_UNKNOWN, "lock store: commit: %s", mysql_error(conn));
+				dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: commit: %s", mysql_error(conn));
 				in_transaction = false;
 				return -2;
 			}
@@ -1387,14 +1376,14 @@ store_grant(const char *grantee, size_t glen, const char *prefix, size_t plen,
 
 	if (conn == NULL)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
 		return -1;
 	}
 	if (run(revoke ? Q_GRANT_DEL : Q_GRANT_ADD, p, 2, &affected, err) != 0 ||
 		mysql_commit(conn) != 0)
 	{
 		if (err->code == 0)
-			set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
 		store_rollback();
 		return -1;
 	}
@@ -1411,7 +1400,7 @@ store_set_quota(const char *grantee, size_t glen, const long long limits[4],
 
 	if (conn == NULL)
 	{
-		set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
 		return -1;
 	}
 	for (int i = 0; i < 4; i++)
@@ -1424,7 +1413,7 @@ store_set_quota(const char *grantee, size_t glen, const long long limits[4],
 		mysql_commit(conn) != 0)
 	{
 		if (err->code == 0)
-			set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
 		store_rollback();
 		return -1;
 	}

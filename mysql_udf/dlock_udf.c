@@ -182,6 +182,31 @@ init_common(UDF_INIT *initid, UDF_ARGS *args, char *message, const char *fn,
 	return 0;
 }
 
+static void deinit_common(UDF_INIT *initid);
+
+/*
+ * A function's _init (argument count and types, per-call state; max_length
+ * of a string result when not 0) and _deinit, which the server calls around
+ * its row-time function.
+ */
+#define DLOCK_UDF_SETUP(fn, min_args, max_args, usage, numeric, max_len) \
+my_bool fn##_init(UDF_INIT *initid, UDF_ARGS *args, char *message); \
+void fn##_deinit(UDF_INIT *initid); \
+my_bool \
+fn##_init(UDF_INIT *initid, UDF_ARGS *args, char *message) \
+{ \
+	my_bool		r = init_common(initid, args, message, #fn, min_args, max_args, \
+								usage, numeric); \
+	if (max_len) \
+		initid->max_length = max_len; \
+	return r; \
+} \
+void \
+fn##_deinit(UDF_INIT *initid) \
+{ \
+	deinit_common(initid); \
+}
+
 static void
 deinit_common(UDF_INIT *initid)
 {
@@ -863,32 +888,9 @@ get_value(UDF_ARGS *args, unsigned int i, DlockCall *call, char *error,
 static const int num_acquire[6] = {0, 1, 1, 0, 0, 1};
 static const int num_try[4] = {0, 1, 0, 0};
 
-my_bool
-dlock_acquire_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_acquire", 2, 6,
-					   "(name, timeout [, ttl [, mode [, owner [, keep_place]]]])",
-					   num_acquire);
-}
+DLOCK_UDF_SETUP(dlock_acquire, 2, 6, "(name, timeout [, ttl [, mode [, owner [, keep_place]]]])", num_acquire, 0)
 
-void
-dlock_acquire_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
-
-my_bool
-dlock_try_acquire_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_try_acquire", 1, 4,
-					   "(name [, ttl [, mode [, owner]]])", num_try);
-}
-
-void
-dlock_try_acquire_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_try_acquire, 1, 4, "(name [, ttl [, mode [, owner]]])", num_try, 0)
 
 static long long
 acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
@@ -942,18 +944,7 @@ dlock_try_acquire(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
  * ------------------------------------------------------------------------ */
 static const int num_convert[4] = {0, 0, 1, 0};
 
-my_bool
-dlock_convert_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_convert", 3, 4,
-					   "(name, mode, timeout [, owner])", num_convert);
-}
-
-void
-dlock_convert_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_convert, 3, 4, "(name, mode, timeout [, owner])", num_convert, 0)
 
 long long
 dlock_convert(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
@@ -1168,22 +1159,7 @@ parse_json_names(const char *s, size_t len, char *out, NameRef *names, int max)
 
 static const int num_all[6] = {0, 1, 1, 0, 0, 1};
 
-my_bool
-dlock_acquire_all_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	int			r = init_common(initid, args, message, "dlock_acquire_all", 2, 6,
-								"(names_json, timeout [, ttl [, mode [, owner [, keep_place]]]])",
-								num_all);
-
-	initid->max_length = 65535;
-	return r;
-}
-
-void
-dlock_acquire_all_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_acquire_all, 2, 6, "(names_json, timeout [, ttl [, mode [, owner [, keep_place]]]])", num_all, 65535)
 
 char *
 dlock_acquire_all(UDF_INIT *initid, UDF_ARGS *args, char *result,
@@ -1282,18 +1258,7 @@ dlock_acquire_all(UDF_INIT *initid, UDF_ARGS *args, char *result,
 /* ------------------------------------------------------------------------
  * dlock_release(name [, owner]) -> 1 released, 0 not held (warning)
  * ------------------------------------------------------------------------ */
-my_bool
-dlock_release_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_release", 1, 2,
-					   "(name [, owner])", NULL);
-}
-
-void
-dlock_release_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_release, 1, 2, "(name [, owner])", NULL, 0)
 
 long long
 dlock_release(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
@@ -1340,21 +1305,7 @@ dlock_release(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
  * ------------------------------------------------------------------------ */
 static const int num_renew[3] = {0, 1, 0};
 
-my_bool
-dlock_renew_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	int			r = init_common(initid, args, message, "dlock_renew", 1, 3,
-								"(name [, ttl [, owner]])", num_renew);
-
-	initid->max_length = 26;
-	return r;
-}
-
-void
-dlock_renew_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_renew, 1, 3, "(name [, ttl [, owner]])", num_renew, 26)
 
 char *
 dlock_renew(UDF_INIT *initid, UDF_ARGS *args, char *result,
@@ -1410,18 +1361,7 @@ dlock_renew(UDF_INIT *initid, UDF_ARGS *args, char *result,
 /* ------------------------------------------------------------------------
  * dlock_release_all([owner]) -> locks released + requests withdrawn
  * ------------------------------------------------------------------------ */
-my_bool
-dlock_release_all_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_release_all", 0, 1,
-					   "([owner])", NULL);
-}
-
-void
-dlock_release_all_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_release_all, 0, 1, "([owner])", NULL, 0)
 
 long long
 dlock_release_all(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
@@ -1456,32 +1396,9 @@ dlock_release_all(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 static const int num_sem[7] = {0, 1, 1, 1, 1, 0, 1};
 static const int num_try_sem[5] = {0, 1, 1, 1, 0};
 
-my_bool
-dlock_semaphore_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_semaphore", 4, 7,
-					   "(name, capacity, permits, timeout [, ttl [, owner [, keep_place]]])",
-					   num_sem);
-}
+DLOCK_UDF_SETUP(dlock_semaphore, 4, 7, "(name, capacity, permits, timeout [, ttl [, owner [, keep_place]]])", num_sem, 0)
 
-void
-dlock_semaphore_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
-
-my_bool
-dlock_try_semaphore_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_try_semaphore", 3, 5,
-					   "(name, capacity, permits [, ttl [, owner]])", num_try_sem);
-}
-
-void
-dlock_try_semaphore_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_try_semaphore, 3, 5, "(name, capacity, permits [, ttl [, owner]])", num_try_sem, 0)
 
 static long long
 semaphore_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
@@ -1538,19 +1455,7 @@ dlock_try_semaphore(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error
  * ------------------------------------------------------------------------ */
 static const int num_campaign[6] = {0, 0, 1, 1, 0, 1};
 
-my_bool
-dlock_campaign_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_campaign", 3, 6,
-					   "(name, value, timeout [, ttl [, owner [, keep_place]]])",
-					   num_campaign);
-}
-
-void
-dlock_campaign_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_campaign, 3, 6, "(name, value, timeout [, ttl [, owner [, keep_place]]])", num_campaign, 0)
 
 long long
 dlock_campaign(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
@@ -1584,18 +1489,7 @@ dlock_campaign(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	return res.token;
 }
 
-my_bool
-dlock_proclaim_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_proclaim", 2, 3,
-					   "(name, value [, owner])", NULL);
-}
-
-void
-dlock_proclaim_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_proclaim, 2, 3, "(name, value [, owner])", NULL, 0)
 
 long long
 dlock_proclaim(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
@@ -1806,21 +1700,7 @@ look_run(const char *fn, MgrInspectFn f, Look *lk, char *error, char *is_null)
 	return 0;
 }
 
-my_bool
-dlock_holder_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	int			r = init_common(initid, args, message, "dlock_holder", 1, 1,
-								"(name)", NULL);
-
-	initid->max_length = 65535;
-	return r;
-}
-
-void
-dlock_holder_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_holder, 1, 1, "(name)", NULL, 65535)
 
 char *
 dlock_holder(UDF_INIT *initid, UDF_ARGS *args, char *result,
@@ -1844,21 +1724,7 @@ dlock_holder(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	return r;
 }
 
-my_bool
-dlock_leader_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	int			r = init_common(initid, args, message, "dlock_leader", 1, 1,
-								"(name)", NULL);
-
-	initid->max_length = DLOCK_MAX_VALUE_LEN;
-	return r;
-}
-
-void
-dlock_leader_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_leader, 1, 1, "(name)", NULL, DLOCK_MAX_VALUE_LEN)
 
 char *
 dlock_leader(UDF_INIT *initid, UDF_ARGS *args, char *result,
@@ -1885,18 +1751,7 @@ dlock_leader(UDF_INIT *initid, UDF_ARGS *args, char *result,
 
 static const int num_check[2] = {0, 1};
 
-my_bool
-dlock_check_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_check", 2, 2,
-					   "(name, token)", num_check);
-}
-
-void
-dlock_check_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_check, 2, 2, "(name, token)", num_check, 0)
 
 long long
 dlock_check(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
@@ -1918,18 +1773,7 @@ dlock_check(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	return lk.found;
 }
 
-my_bool
-dlock_semaphore_available_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_semaphore_available", 1, 1,
-					   "(name)", NULL);
-}
-
-void
-dlock_semaphore_available_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_semaphore_available, 1, 1, "(name)", NULL, 0)
 
 long long
 dlock_semaphore_available(UDF_INIT *initid, UDF_ARGS *args, char *is_null,
@@ -1953,21 +1797,7 @@ dlock_semaphore_available(UDF_INIT *initid, UDF_ARGS *args, char *is_null,
 /* ------------------------------------------------------------------------
  * dlock_info() -> version
  * ------------------------------------------------------------------------ */
-my_bool
-dlock_info_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	int			r = init_common(initid, args, message, "dlock_info", 0, 0,
-								"no arguments", NULL);
-
-	initid->max_length = 200;
-	return r;
-}
-
-void
-dlock_info_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_info, 0, 0, "no arguments", NULL, 200)
 
 char *
 dlock_info(UDF_INIT *initid, UDF_ARGS *args, char *result,
@@ -1992,21 +1822,7 @@ dlock_info(UDF_INIT *initid, UDF_ARGS *args, char *result,
 /* ------------------------------------------------------------------------
  * dlock_new_owner() -> a random 128-bit owner key in hex
  * ------------------------------------------------------------------------ */
-my_bool
-dlock_new_owner_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	int			r = init_common(initid, args, message, "dlock_new_owner", 0, 0,
-								"no arguments", NULL);
-
-	initid->max_length = 32;
-	return r;
-}
-
-void
-dlock_new_owner_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_new_owner, 0, 0, "no arguments", NULL, 32)
 
 char *
 dlock_new_owner(UDF_INIT *initid, UDF_ARGS *args, char *result,
@@ -2173,19 +1989,7 @@ dlock_revoke(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
  * ------------------------------------------------------------------------ */
 static const int num_quota[5] = {0, 1, 1, 1, 1};
 
-my_bool
-dlock_set_quota_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_set_quota", 2, 5,
-					   "(account, max_locks [, per_owner [, max_bytes [, bytes_per_owner]]])",
-					   num_quota);
-}
-
-void
-dlock_set_quota_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_set_quota, 2, 5, "(account, max_locks [, per_owner [, max_bytes [, bytes_per_owner]]])", num_quota, 0)
 
 long long
 dlock_set_quota(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
@@ -2279,18 +2083,7 @@ dlock_sees(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
  * dlock_reload() -> 1: the lock manager reads the dlock tables again (after
  * install.sql replaced them, or a restore); dlock_admin only
  * ------------------------------------------------------------------------ */
-my_bool
-dlock_reload_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
-{
-	return init_common(initid, args, message, "dlock_reload", 0, 0,
-					   "no arguments", NULL);
-}
-
-void
-dlock_reload_deinit(UDF_INIT *initid)
-{
-	deinit_common(initid);
-}
+DLOCK_UDF_SETUP(dlock_reload, 0, 0, "no arguments", NULL, 0)
 
 long long
 dlock_reload(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
