@@ -775,29 +775,43 @@ store_load_grants(StoreGrantFn grant_fn, StoreQuotaFn quota_fn, DlockErr *err)
  * Writing a batch
  * ------------------------------------------------------------------------ */
 /* Rows of one kind, collected for a batch: NCOL parameters each. */
+/*
+ * A batch is written in three phases, so that a reader of dlock.held never
+ * sees a leaving holder beside the one that follows it (whichever tables
+ * they are in):
+ *	1. MEMORY rows that leave: session holders that are gone, waiting rows
+ *	2. the durable part (InnoDB), committed
+ *	3. MEMORY rows that arrive or change (and the old row of a session
+ *	   holder whose token changed: after, so a failure in 2 loses no lock)
+ * Phase 1 and 3 are upserts and deletes by key: after a lost connection
+ * they are simply written again.
+ */
 enum
 {
-	/* durable (InnoDB): written and committed first */
+	/* 1 */
+	R_SESSION_GONE,				/* dlock.held_session: session holders */
+	R_LIVE_GONE,				/* dlock.queue_live: waiting calls */
+	/* 2 */
 	R_KEYED_DELETE,				/* dlock.held_keyed: owner-keyed holders */
 	R_KEYED_UPSERT,
 	R_KEPT_DELETE,				/* dlock.queue_kept: kept places */
 	R_KEPT_UPSERT,
-	/* the server's life only (MEMORY): written after the commit */
-	R_SESSION_DELETE,			/* dlock.held_session: session holders */
+	/* 3 */
+	R_SESSION_MOVED,
 	R_SESSION_UPSERT,
-	R_LIVE_DELETE,				/* dlock.queue_live: waiting calls */
 	R_LIVE_UPSERT,
 	NR
 };
 
-#define R_FIRST_MEMORY R_SESSION_DELETE
+#define R_FIRST_DURABLE R_KEYED_DELETE
+#define R_FIRST_AFTER R_SESSION_MOVED
 
 #define HELD_NCOL 16
 #define QUEUE_NCOL 18
 #define MAX_CHUNK 64
 #define NCHUNK 7				/* 1, 2, 4, ... 64 rows */
 
-static const int row_ncol[NR] = {1, HELD_NCOL, 1, QUEUE_NCOL, 1, HELD_NCOL, 1, QUEUE_NCOL};
+static const int row_ncol[NR] = {1, 1, 1, HELD_NCOL, 1, QUEUE_NCOL, 1, HELD_NCOL, QUEUE_NCOL};
 
 #define HELD_TAIL \
 	" ON DUPLICATE KEY UPDATE name = VALUES(name), owner = VALUES(owner), " \
@@ -820,9 +834,10 @@ static const char *const row_head[NR] = {
 	[R_KEYED_UPSERT] = "INSERT INTO dlock.held_keyed (" HELD_COLS ") VALUES ",
 	[R_KEPT_DELETE] = "DELETE FROM dlock.queue_kept WHERE ticket IN ",
 	[R_KEPT_UPSERT] = "INSERT INTO dlock.queue_kept (" QUEUE_COLS ") VALUES ",
-	[R_SESSION_DELETE] = "DELETE FROM dlock.held_session WHERE token IN ",
+	[R_SESSION_GONE] = "DELETE FROM dlock.held_session WHERE token IN ",
+	[R_LIVE_GONE] = "DELETE FROM dlock.queue_live WHERE ticket IN ",
+	[R_SESSION_MOVED] = "DELETE FROM dlock.held_session WHERE token IN ",
 	[R_SESSION_UPSERT] = "INSERT INTO dlock.held_session (" HELD_COLS ") VALUES ",
-	[R_LIVE_DELETE] = "DELETE FROM dlock.queue_live WHERE ticket IN ",
 	[R_LIVE_UPSERT] = "INSERT INTO dlock.queue_live (" QUEUE_COLS ") VALUES ",
 };
 
@@ -831,9 +846,10 @@ static const char *const row_tail[NR] = {
 	[R_KEYED_UPSERT] = HELD_TAIL,
 	[R_KEPT_DELETE] = "",
 	[R_KEPT_UPSERT] = QUEUE_TAIL,
-	[R_SESSION_DELETE] = "",
+	[R_SESSION_GONE] = "",
+	[R_LIVE_GONE] = "",
+	[R_SESSION_MOVED] = "",
 	[R_SESSION_UPSERT] = HELD_TAIL,
-	[R_LIVE_DELETE] = "",
 	[R_LIVE_UPSERT] = QUEUE_TAIL,
 };
 
@@ -849,6 +865,7 @@ typedef struct Rows
 
 static Rows rows[NR];
 static bool in_transaction;		/* a batch's BEGIN was sent */
+static bool gone_written;		/* phase 1 deleted session holders */
 
 /*
  * A batch whose outcome is unknown - its connection lost during the COMMIT
@@ -1197,13 +1214,13 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		if (h->p.dead)
 		{
 			if (h->p.stored)
-				key_row(keyed ? R_KEYED_DELETE : R_SESSION_DELETE, h->stored_token);
+				key_row(keyed ? R_KEYED_DELETE : R_SESSION_GONE, h->stored_token);
 		}
 		else if (!h->p.stored || h->p.dirty)
 		{
 			/* a new token (a conversion): the row moves to its new key */
 			if (h->p.stored && h->stored_token != h->token)
-				key_row(keyed ? R_KEYED_DELETE : R_SESSION_DELETE, h->stored_token);
+				key_row(keyed ? R_KEYED_DELETE : R_SESSION_MOVED, h->stored_token);
 			held_row(keyed ? R_KEYED_UPSERT : R_SESSION_UPSERT, h);
 		}
 	}
@@ -1214,7 +1231,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		if (w->p.dead)
 		{
 			if (w->p.stored)
-				key_row(in_kept ? R_KEPT_DELETE : R_LIVE_DELETE, w->ticket);
+				key_row(in_kept ? R_KEPT_DELETE : R_LIVE_GONE, w->ticket);
 		}
 		else if (!w->p.stored || w->p.dirty)
 		{
@@ -1222,19 +1239,25 @@ store_write_batch(DLockManager *m, DlockErr *err)
 			if (in_kept && !w->keep)
 				key_row(R_KEPT_DELETE, w->ticket);
 			if (!in_kept && w->p.stored && w->keep)
-				key_row(R_LIVE_DELETE, w->ticket);
+				key_row(R_LIVE_GONE, w->ticket);
 			queue_row(w->keep ? R_KEPT_UPSERT : R_LIVE_UPSERT, w);
 		}
 	}
 	/*
-	 * The durable part first: one statement commits on its own
+	 * Phase 2, the durable part: one statement commits on its own
 	 * (autocommit: one round trip), more run in a transaction.
 	 */
 	{
 		int			nstatements = dlm_counter_dirty(m, NULL) ? 1 : 0;
 
-		for (int k = 0; k < R_FIRST_MEMORY; k++)
+		for (int k = R_FIRST_DURABLE; k < R_FIRST_AFTER; k++)
 			nstatements += __builtin_popcount((unsigned) rows[k].n);
+		/* phase 1: a failure here changed nothing durable */
+		gone_written = false;
+		for (int k = 0; k < R_FIRST_DURABLE; k++)
+			if (rows_flush(k, err) != 0)
+				return -1;
+		gone_written = rows[R_SESSION_GONE].n > 0;
 		if (nstatements > 0)
 		{
 			probe_choose(m);
@@ -1246,7 +1269,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 				return -1;
 			}
 			last_errno = 0;
-			for (int k = 0; k < R_FIRST_MEMORY; k++)
+			for (int k = R_FIRST_DURABLE; k < R_FIRST_AFTER; k++)
 				if (rows_flush(k, err) != 0)
 					return !in_transaction && outcome_unknown(last_errno) ? -2 : -1;
 			if (dlm_counter_dirty(m, &hi))
@@ -1265,7 +1288,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 			in_transaction = false;
 		}
 	}
-	/* then the rows that live as long as the server: no flush, no transaction */
+	/* phase 3: the rows that live as long as the server, no flush */
 	return store_finish_batch(err) == 0 ? 0 : -3;
 }
 
@@ -1290,11 +1313,38 @@ kept_note(void)
  * delete by key, so after a lost connection the part is simply written
  * again (the durable part is committed by then and is not repeated).
  */
+/*
+ * The batch failed before its durable part was in: put back the session
+ * holders phase 1 deleted (the batch's decisions are undone, its requests
+ * decided again on the rebuilt picture: a release must find its lock).
+ * On a new connection; 0 or -1.
+ */
+int
+store_undo_gone(DLockManager *m, DlockErr *err)
+{
+	if (!gone_written)
+		return 0;
+	rows[R_SESSION_UPSERT].n = 0;
+	rows[R_SESSION_UPSERT].oom = false;
+	for (DLmHolder *h = dlm_touched_holders(m); h; h = h->touched_next)
+		if (h->p.dead && h->p.stored && h->owner->key == NULL)
+		{
+			DLmHolder	back = *h;
+
+			back.token = h->stored_token;
+			held_row(R_SESSION_UPSERT, &back);
+		}
+	if (rows_flush(R_SESSION_UPSERT, err) != 0)
+		return -1;
+	gone_written = false;
+	return 0;
+}
+
 int
 store_finish_batch(DlockErr *err)
 {
 	kept_note();
-	for (int k = R_FIRST_MEMORY; k < NR; k++)
+	for (int k = R_FIRST_AFTER; k < NR; k++)
 		if (rows_flush(k, err) != 0)
 			return -1;
 	return 0;

@@ -130,7 +130,8 @@ SEMS = [("sem/0", 3), ("sem/1", 2)]
 GUARDED = HOT + COLD + DLM + PATHS + ELECT
 LONG = 3                                  # long leases: long/<slot>/0..LONG-1
 
-SLACK = 1.0          # a blocking call may overrun its timeout by this much
+SLACK = 2.0          # a blocking call may overrun its timeout by this much: a KILL of the
+                     # lock manager's connection stalls every call while it reconnects and reloads
 SESSION_END = 2.0    # a killed connection's locks and queue rows are gone by then
 LEASE_SLACK = 1.0    # no lease is in dlock.held this long past its expiry
 WAIT_FOREVER = 10.0  # a wait without timeout on a cold name
