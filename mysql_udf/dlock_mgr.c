@@ -959,9 +959,10 @@ resubmit_locked(bool fail, const char *msg)
 
 		for (Slot *s = submit_head; s; s = s->next)
 			s->state = SLOT_ACCEPTED;	/* re-marked below */
+		/* requests only: a queued inspection stays in its own queue */
 		for (int i = 0; i < NSLOTS; i++)
-			if (slots[i].state == SLOT_SUBMITTED ||
-				(slots[i].state == SLOT_ACCEPTED && !slots[i].inspect_fn))
+			if ((slots[i].state == SLOT_SUBMITTED || slots[i].state == SLOT_ACCEPTED) &&
+				!slots[i].inspect_fn)
 				order[n++] = &slots[i];
 		for (int a = 1; a < n; a++)
 			for (int b = a; b > 0 && order[b - 1]->seq > order[b]->seq; b--)
