@@ -1061,27 +1061,6 @@ batch_finish(DlockErr *err)
 	return store_retry(finish_or_retry, "write the session rows of a batch", err) == 0 ? 0 : -1;
 }
 
-static DLockManager *undo_picture;	/* for undo_or_retry */
-
-static int
-undo_or_retry(DlockErr *err)
-{
-	return store_undo_gone(undo_picture, err) == 0 ? 0 : -1;
-}
-
-/* A batch that is not in: put back the session holders it deleted first. */
-static void
-batch_undo(void)
-{
-	DlockErr	e;
-
-	if (store_conn_id() != 0 && store_undo_gone(picture, &e) == 0)
-		return;
-	undo_picture = picture;
-	(void) store_retry(undo_or_retry, "put back the session rows of a failed batch", &e);
-	undo_picture = NULL;
-}
-
 static void *
 manager_main(void *arg)
 {
@@ -1299,7 +1278,6 @@ manager_main(void *arg)
 								failed = true;
 							break;
 						case 0:
-							batch_undo();
 							failed = true;
 							break;
 						default:
@@ -1313,7 +1291,6 @@ manager_main(void *arg)
 						failed = true;
 					break;
 				default:
-					batch_undo();
 					failed = true;
 					break;
 			}

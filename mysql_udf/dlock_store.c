@@ -865,7 +865,6 @@ typedef struct Rows
 
 static Rows rows[NR];
 static bool in_transaction;		/* a batch's BEGIN was sent */
-static bool gone_written;		/* phase 1 deleted session holders */
 
 /*
  * A batch whose outcome is unknown - its connection lost during the COMMIT
@@ -1253,11 +1252,9 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		for (int k = R_FIRST_DURABLE; k < R_FIRST_AFTER; k++)
 			nstatements += __builtin_popcount((unsigned) rows[k].n);
 		/* phase 1: a failure here changed nothing durable */
-		gone_written = false;
 		for (int k = 0; k < R_FIRST_DURABLE; k++)
 			if (rows_flush(k, err) != 0)
 				return -1;
-		gone_written = rows[R_SESSION_GONE].n > 0;
 		if (nstatements > 0)
 		{
 			probe_choose(m);
@@ -1313,33 +1310,6 @@ kept_note(void)
  * delete by key, so after a lost connection the part is simply written
  * again (the durable part is committed by then and is not repeated).
  */
-/*
- * The batch failed before its durable part was in: put back the session
- * holders phase 1 deleted (the batch's decisions are undone, its requests
- * decided again on the rebuilt picture: a release must find its lock).
- * On a new connection; 0 or -1.
- */
-int
-store_undo_gone(DLockManager *m, DlockErr *err)
-{
-	if (!gone_written)
-		return 0;
-	rows[R_SESSION_UPSERT].n = 0;
-	rows[R_SESSION_UPSERT].oom = false;
-	for (DLmHolder *h = dlm_touched_holders(m); h; h = h->touched_next)
-		if (h->p.dead && h->p.stored && h->owner->key == NULL)
-		{
-			DLmHolder	back = *h;
-
-			back.token = h->stored_token;
-			held_row(R_SESSION_UPSERT, &back);
-		}
-	if (rows_flush(R_SESSION_UPSERT, err) != 0)
-		return -1;
-	gone_written = false;
-	return 0;
-}
-
 int
 store_finish_batch(DlockErr *err)
 {

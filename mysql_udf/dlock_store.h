@@ -70,8 +70,6 @@ extern int	store_load(StoreLoad *load, DlockErr *err);
 extern int	store_write_batch(DLockManager *m, DlockErr *err);
 extern int	store_batch_applied(DlockErr *err);
 extern int	store_finish_batch(DlockErr *err);
-/* After -1, or -2 not applied: put back the session holders the batch deleted. */
-extern int	store_undo_gone(DLockManager *m, DlockErr *err);
 extern int	store_rollback(void);
 
 /* Administration, each in a transaction of its own. */
