@@ -696,6 +696,7 @@ holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, bool implied,
 	h->count = 1;
 	h->token = token;
 	h->stored_token = token;
+	h->stored_mode = mode;
 	h->pid = pid;
 	h->backend_start = backend_start;
 	h->granted_at = now;
@@ -2623,6 +2624,8 @@ dlm_settle(DLockManager *m)
 			h->p.dirty = false;
 			h->p.listed = false;
 			h->stored_token = h->token;
+			h->stored_mode = h->mode;
+			h->stored_permits = h->permits;
 			h->touched_next = NULL;
 		}
 	}
@@ -2811,6 +2814,7 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 	/* as stored: nothing to write */
 	h->p.stored = true;
 	h->p.dirty = false;
+	h->stored_permits = h->permits;
 	if (row->token >= m->next_ticket)
 	{
 		/* tokens stay unique even if the stored counter was behind */

@@ -316,6 +316,8 @@ struct DLmHolder
 	int32_t		count;
 	int64_t		token;
 	int64_t		stored_token;	/* the token its stored row has */
+	int			stored_mode;	/* ... and its mode and permits: whether an */
+	int32_t		stored_permits; /* update weakens the row (a store's order) */
 	int32_t		pid;			/* the session that acquired it */
 	int64_t		backend_start;
 	DLockTime	granted_at;

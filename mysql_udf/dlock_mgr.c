@@ -20,7 +20,9 @@
  * grants and quotas' generation.  The manager never holds it while it
  * talks to the store or decides.  Every call has a slot (its requester
  * number in the core) from submission to answer; the caller sleeps on the
- * slot's condition variable and looks at its kill state every KILL_POLL_MS.
+ * slot's condition variable, registered with the server so that a KILL
+ * wakes it at once, and looks every CLIENT_POLL_MS whether its client went
+ * away (the server notices that only after the statement).
  * The picture, the account table and the caches are the manager thread's
  * alone.
  */
@@ -40,8 +42,8 @@
 
 /* Calls in flight at once (requesters of the core). */
 #define NSLOTS 4096
-/* How often a waiting call looks whether it was killed. */
-#define KILL_POLL_MS 20
+/* How often a waiting call looks whether its client went away. */
+#define CLIENT_POLL_MS 50
 /* A batch that answers nobody may wait this long for the next commit. */
 #define DEFER_MS 5
 #define MAX_DEFERRED 64
@@ -100,12 +102,12 @@ typedef struct Slot
 	/* the caller's once DONE */
 	DlockResult res;
 	DlockErr	err;
-	pthread_cond_t cond;
+	MgrCond		cond;
 	struct Slot *next;			/* free list, submit queue */
 	struct Slot *wnext;			/* withdraw list */
 } Slot;
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static MgrMutex mu = {PTHREAD_MUTEX_INITIALIZER, NULL};
 static pthread_cond_t work_cond;
 static pthread_condattr_t cond_attr;
 static Slot *slots;
@@ -685,11 +687,11 @@ session_alive(void *arg, int32_t pid, int64_t start)
 	if (bsearch(&id, load->alive, load->nalive, sizeof(id), cmp_ull) == NULL)
 		return false;
 	/* an end reported while no picture was loaded */
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&mu.m);
 	gone = false;
 	for (size_t i = 0; i < nended && !gone; i++)
 		gone = ended[i] == id;
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&mu.m);
 	return !gone;
 }
 
@@ -759,9 +761,9 @@ reload(DlockErr *err)
 	}
 	dlm_settle(picture);
 	first_load = false;
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&mu.m);
 	nended = 0;					/* the load saw them gone */
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&mu.m);
 	fprintf(stderr, "dlock: lock manager ready: %zu locks held\n",
 			dlm_nlocks(picture));
 	return 0;
@@ -882,7 +884,7 @@ publish_locked(void)
 		s->res = s->pres;
 		s->err = s->perr;
 		s->state = SLOT_DONE;
-		pthread_cond_signal(&s->cond);
+		pthread_cond_signal(&s->cond.c);
 	}
 }
 
@@ -894,7 +896,7 @@ answer_error_locked(Slot *s, const char *msg)
 	dlock_set_err(&s->err, DLOCK_ER_UNKNOWN, "%s: %s", s->inspect_fn ? "dlock" : s->call.fn, msg);
 	s->pending = false;
 	s->state = SLOT_DONE;
-	pthread_cond_signal(&s->cond);
+	pthread_cond_signal(&s->cond.c);
 }
 
 /* When the loop must look again at the latest, µs from now. */
@@ -929,10 +931,12 @@ work_due(DLockTime now)
 }
 
 /*
- * The picture is gone (a failed batch, a reload): every call not answered
- * yet is submitted again in its old order, to be decided on the new
- * picture - or, when 'fail', answered with msg.  Inspections are answered
- * with msg.  (mu held)
+ * The picture is gone (a batch that could not be written, a reload): every
+ * call still waiting is submitted again in its old order, to be decided on
+ * the new picture - or, when 'fail', answered with msg.  A call decided in
+ * the batch that was not written (pending) is answered with msg: part of
+ * the batch may be in the tables, and deciding it again could do it twice.
+ * Inspections are answered with msg.  (mu held)
  */
 static void
 resubmit_locked(bool fail, const char *msg)
@@ -940,11 +944,12 @@ resubmit_locked(bool fail, const char *msg)
 	for (int i = 0; i < NSLOTS; i++)
 	{
 		Slot	   *s = &slots[i];
+		bool		decided = s->pending;
 
 		s->pending = false;
 		if (s->state != SLOT_ACCEPTED)
 			continue;
-		if (fail || s->inspect_fn)
+		if (fail || decided || s->inspect_fn)
 			answer_error_locked(s, msg);
 		else
 		{
@@ -1029,16 +1034,10 @@ store_retry(int (*ask) (DlockErr *err), const char *what, DlockErr *err)
 	}
 }
 
-static int
-finish_or_retry(DlockErr *err)
-{
-	return store_finish_batch(err) == 0 ? 0 : -1;
-}
-
 /*
- * After a batch whose connection was lost at its commit: whether it was
- * applied (1) or not (0); -1 if the store could not be asked (the picture
- * is then rebuilt, and the batch's calls decided again).
+ * After a batch whose connection was lost at its commit: whether its
+ * durable part was applied (1) or not (0); -1 if the store could not be
+ * asked.  The connection store_retry opened stays open.
  */
 static int
 batch_outcome(DlockErr *err)
@@ -1047,18 +1046,68 @@ batch_outcome(DlockErr *err)
 }
 
 /*
- * After the durable part of a batch committed: write its MEMORY part (on
- * a new connection if need be).  0, or -1 (the picture is then rebuilt;
- * the durable part is not undone).
+ * Write the batch decided on the picture, again on a new connection after
+ * a failure (a KILL of the store connection, a restart of InnoDB's
+ * recovery), for up to LOAD_WAIT_US.  Writing again is safe: phases 1 and
+ * 3 are deletes and upserts by key, and the durable phase 2 is written
+ * again only when it surely did not commit - so a batch's decisions are
+ * never taken twice (deciding its calls again on a picture rebuilt from
+ * half-written tables answered a release "not held" and granted a lock a
+ * second time to its holder).  0, or -1 with err when the store keeps
+ * failing: part of the batch may be in the tables.
  */
 static int
-batch_finish(DlockErr *err)
+batch_write(DlockErr *err)
 {
-	DlockErr	e;
+	DLockTime	until = mono_us() + LOAD_WAIT_US;
+	long		pause_ms = RETRY_MIN_MS;
+	bool		durable_in = false;
+	int			tries = 0;
 
-	if (store_conn_id() != 0 && store_finish_batch(&e) == 0)
-		return 0;
-	return store_retry(finish_or_retry, "write the session rows of a batch", err) == 0 ? 0 : -1;
+	for (;;)
+	{
+		int			rc;
+
+		if (store_conn_id() == 0 && store_open(err) != 0)
+			rc = -1;
+		else if (durable_in)
+			rc = store_finish_batch(err) == 0 ? 0 : -1;
+		else
+			rc = store_write_batch(picture, err);
+		if (rc == 0)
+		{
+			if (tries > 0)
+				fprintf(stderr, "dlock: lock manager wrote a batch after %d failed "
+						"tries\n", tries);
+			return 0;
+		}
+		if (rc == -2)
+		{
+			/* the commit's answer was lost: applied or not? */
+			int			applied = batch_outcome(err);
+
+			if (applied < 0)
+				return -1;
+			durable_in = applied == 1;
+			tries++;
+			continue;
+		}
+		if (rc == -3)
+			durable_in = true;
+		if (tries++ == 0)
+			fprintf(stderr, "dlock: lock manager writes a batch again: %s\n", err->msg);
+		store_rollback();
+		store_close();
+		if (mono_us() >= until || stopping)
+			return -1;
+		{
+			struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
+
+			nanosleep(&ts, NULL);
+		}
+		if (pause_ms < 500)
+			pause_ms *= 2;
+	}
 }
 
 static void *
@@ -1079,7 +1128,7 @@ manager_main(void *arg)
 		bool		failed = false;
 
 		/* collect */
-		pthread_mutex_lock(&mu);
+		pthread_mutex_lock(&mu.m);
 		for (;;)
 		{
 			struct timespec ts;
@@ -1096,18 +1145,18 @@ manager_main(void *arg)
 				if (last_load_rc == -2 && (submit_head || inspect_head))
 					break;
 				deadline_ts(&ts, retry_at - mono_us());
-				pthread_cond_timedwait(&work_cond, &mu, &ts);
+				pthread_cond_timedwait(&work_cond, &mu.m, &ts);
 				continue;
 			}
 			if (submit_head || withdraw_head || nended > 0 || inspect_head ||
 				work_due(now))
 				break;
 			deadline_ts(&ts, sleep_us(now));
-			pthread_cond_timedwait(&work_cond, &mu, &ts);
+			pthread_cond_timedwait(&work_cond, &mu.m, &ts);
 		}
 		if (stopping)
 		{
-			pthread_mutex_unlock(&mu);
+			pthread_mutex_unlock(&mu.m);
 			break;
 		}
 		fresh = submit_head;
@@ -1133,7 +1182,7 @@ manager_main(void *arg)
 				nended = 0;
 			}
 		}
-		pthread_mutex_unlock(&mu);
+		pthread_mutex_unlock(&mu.m);
 		(void) fresh_tail;
 
 		if (picture == NULL)
@@ -1157,7 +1206,7 @@ manager_main(void *arg)
 					fprintf(stderr, "dlock: lock manager cannot load the lock "
 							"tables (%d in a row): %s\n", failures, err.msg);
 				store_close();
-				pthread_mutex_lock(&mu);
+				pthread_mutex_lock(&mu.m);
 				snprintf(not_ready, sizeof(not_ready), "%s", err.msg);
 				/* while the store may come (a start), calls wait a while */
 				for (Slot *s = fresh, *nx; s; s = nx)
@@ -1185,13 +1234,13 @@ manager_main(void *arg)
 				}
 				for (Slot *s = inspects; s; s = s->next)
 					answer_error_locked(s, not_ready);
-				pthread_mutex_unlock(&mu);
+				pthread_mutex_unlock(&mu.m);
 				continue;
 			}
 			failures = 0;
-			pthread_mutex_lock(&mu);
+			pthread_mutex_lock(&mu.m);
 			not_ready[0] = '\0';
-			pthread_mutex_unlock(&mu);
+			pthread_mutex_unlock(&mu.m);
 		}
 
 		/* decide: withdrawals first, then ended sessions, leases, requests */
@@ -1265,42 +1314,15 @@ manager_main(void *arg)
 				continue;
 			}
 			(void) dlm_queue_rows_due(picture, now, true);
-			switch (store_write_batch(picture, &err))
-			{
-				case 0:
-					break;
-				case -2:
-					/* applied or not? re-deciding an applied batch would do it twice */
-					switch (batch_outcome(&err))
-					{
-						case 1:
-							if (batch_finish(&err) != 0)
-								failed = true;
-							break;
-						case 0:
-							failed = true;
-							break;
-						default:
-							failed = true;
-							break;
-					}
-					break;
-				case -3:
-					/* the durable part is in: write the rest again */
-					if (batch_finish(&err) != 0)
-						failed = true;
-					break;
-				default:
-					failed = true;
-					break;
-			}
+			if (batch_write(&err) != 0)
+				failed = true;
 		}
 		if (failed)
 		{
 			/*
-			 * The tables hold the last committed batch: rebuild the picture
-			 * from them and decide the requests of this batch and those still
-			 * waiting again - unless this keeps failing.
+			 * Rebuild the picture from the tables; the calls this batch
+			 * decided get the error, those still waiting are decided again -
+			 * unless this keeps failing.
 			 */
 			batch_failures++;
 			if (batch_failures <= 5 || batch_failures % 100 == 0)
@@ -1310,9 +1332,9 @@ manager_main(void *arg)
 			store_close();
 			picture_drop();
 			deferred = 0;
-			pthread_mutex_lock(&mu);
+			pthread_mutex_lock(&mu.m);
 			resubmit_locked(batch_failures >= MAX_BATCH_FAILURES, err.msg);
-			pthread_mutex_unlock(&mu);
+			pthread_mutex_unlock(&mu.m);
 			if (batch_failures >= MAX_BATCH_FAILURES)
 				batch_failures = 0;
 			{
@@ -1329,14 +1351,14 @@ manager_main(void *arg)
 		/* publish, and look at the picture for the inspections */
 		for (Slot *s = inspects; s; s = s->next)
 			s->inspect_fn(picture, s->inspect_arg);
-		pthread_mutex_lock(&mu);
+		pthread_mutex_lock(&mu.m);
 		publish_locked();
 		for (Slot *s = inspects; s; s = s->next)
 		{
 			memset(&s->res, 0, sizeof(s->res));
 			s->err.code = 0;
 			s->state = SLOT_DONE;
-			pthread_cond_signal(&s->cond);
+			pthread_cond_signal(&s->cond.c);
 		}
 		if (reload_requested)
 		{
@@ -1346,7 +1368,7 @@ manager_main(void *arg)
 			store_close();
 			resubmit_locked(false, "");
 		}
-		pthread_mutex_unlock(&mu);
+		pthread_mutex_unlock(&mu.m);
 	}
 	store_close();
 	picture_drop();
@@ -1361,10 +1383,10 @@ mgr_start(DlockErr *err)
 {
 	unsigned long long r = 0;
 
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&mu.m);
 	if (thread_started)
 	{
-		pthread_mutex_unlock(&mu);
+		pthread_mutex_unlock(&mu.m);
 		return 0;
 	}
 	pthread_condattr_init(&cond_attr);
@@ -1375,7 +1397,7 @@ mgr_start(DlockErr *err)
 	{
 		free(slots);
 		slots = NULL;
-		pthread_mutex_unlock(&mu);
+		pthread_mutex_unlock(&mu.m);
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "dlock: cannot set up the lock manager");
 		return -1;
 	}
@@ -1384,7 +1406,7 @@ mgr_start(DlockErr *err)
 	for (int i = NSLOTS - 1; i >= 0; i--)
 	{
 		slots[i].index = i;
-		pthread_cond_init(&slots[i].cond, &cond_attr);
+		pthread_cond_init(&slots[i].cond.c, &cond_attr);
 		slots[i].next = free_slots;
 		free_slots = &slots[i];
 	}
@@ -1392,31 +1414,31 @@ mgr_start(DlockErr *err)
 	stopping = false;
 	if (pthread_create(&thread, NULL, manager_main, NULL) != 0)
 	{
-		pthread_mutex_unlock(&mu);
+		pthread_mutex_unlock(&mu.m);
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "dlock: cannot start the lock manager thread");
 		return -1;
 	}
 	thread_started = true;
 	running = true;
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&mu.m);
 	return 0;
 }
 
 void
 mgr_stop(void)
 {
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&mu.m);
 	if (!thread_started)
 	{
-		pthread_mutex_unlock(&mu);
+		pthread_mutex_unlock(&mu.m);
 		return;
 	}
 	stopping = true;
 	running = false;
 	pthread_cond_signal(&work_cond);
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&mu.m);
 	pthread_join(thread, NULL);
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&mu.m);
 	thread_started = false;
 	/* calls still waiting (none after a clean shutdown) get an error */
 	for (int i = 0; i < NSLOTS; i++)
@@ -1425,7 +1447,7 @@ mgr_stop(void)
 	submit_head = submit_tail = NULL;
 	inspect_head = inspect_tail = NULL;
 	withdraw_head = NULL;
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&mu.m);
 }
 
 int
@@ -1433,9 +1455,9 @@ mgr_check_running(const char *fn, DlockErr *err)
 {
 	int			ok;
 
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&mu.m);
 	ok = running;
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&mu.m);
 	if (!ok)
 		dlock_set_err(err, DLOCK_ER_UNKNOWN,
 				"%s: the dlock plugin is not loaded (INSTALL SONAME 'dlock_udf', "
@@ -1451,10 +1473,10 @@ slot_get(const char *fn, DlockErr *err)
 {
 	Slot	   *s;
 
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&mu.m);
 	if (!running)
 	{
-		pthread_mutex_unlock(&mu);
+		pthread_mutex_unlock(&mu.m);
 		mgr_check_running(fn, err);
 		return NULL;
 	}
@@ -1468,7 +1490,7 @@ slot_get(const char *fn, DlockErr *err)
 		s->pending = false;
 		s->inspect_fn = NULL;
 	}
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&mu.m);
 	if (s == NULL)
 		dlock_set_err(err, DLOCK_ER_UNKNOWN,
 				"%s: more than %d dlock calls at once", fn, NSLOTS);
@@ -1587,15 +1609,16 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 		call->op == DLOCK_OP_ACQUIRE_ALL || call->op == DLOCK_OP_CONVERT;
 	long long	deadline = 0;
 	struct timespec start;
+	bool		registered;
 	int			rc = 0;
 
 	if (s == NULL)
 		return -1;
 	if (slot_copy(s, call, err) != 0)
 	{
-		pthread_mutex_lock(&mu);
+		pthread_mutex_lock(&mu.m);
 		slot_put_locked(s);
-		pthread_mutex_unlock(&mu);
+		pthread_mutex_unlock(&mu.m);
 		return -1;
 	}
 	s->conn_id = who->conn_id;
@@ -1611,18 +1634,21 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 		s->timeout_at = now_us() + call->timeout_us;
 	}
 
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&mu.m);
 	submit_locked(s);
+	registered = may_wait && who->wait_enter != NULL && who->wait_exit != NULL;
+	if (registered)
+		who->wait_enter(&s->cond, &mu);
 	while (s->state != SLOT_DONE)
 	{
 		struct timespec ts;
 		struct timespec nowts;
 		long long	now_mono;
-		long long	wait_us = KILL_POLL_MS * 1000;
+		long long	wait_us = CLIENT_POLL_MS * 1000;
 
 		if (!may_wait)
 		{
-			pthread_cond_wait(&s->cond, &mu);
+			pthread_cond_wait(&s->cond.c, &mu.m);
 			continue;
 		}
 		if (!s->withdraw)
@@ -1633,14 +1659,14 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 				withdraw_locked(s);
 			else
 			{
-				pthread_mutex_unlock(&mu);
+				pthread_mutex_unlock(&mu.m);
 				if (who->killed(who->killed_arg))
 				{
-					pthread_mutex_lock(&mu);
+					pthread_mutex_lock(&mu.m);
 					withdraw_locked(s);
 					continue;
 				}
-				pthread_mutex_lock(&mu);
+				pthread_mutex_lock(&mu.m);
 				if (s->state == SLOT_DONE)
 					break;
 				if (call->timeout_us >= 0 && deadline - now_mono < wait_us)
@@ -1648,7 +1674,12 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 			}
 		}
 		deadline_ts(&ts, wait_us > 0 ? wait_us : 1);
-		pthread_cond_timedwait(&s->cond, &mu, &ts);
+		pthread_cond_timedwait(&s->cond.c, &mu.m, &ts);
+	}
+	if (registered)
+	{
+		who->wait_exit();		/* unlocks mu, as the server's exit_cond does */
+		pthread_mutex_lock(&mu.m);
 	}
 	*res = s->res;
 	if (s->res.status == DLOCK_STATUS_ERROR ||
@@ -1663,7 +1694,7 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 		rc = -1;
 	}
 	slot_put_locked(s);
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&mu.m);
 	return rc;
 }
 
@@ -1675,7 +1706,7 @@ mgr_inspect(const char *fn_name, MgrInspectFn fn, void *arg, DlockErr *err)
 
 	if (s == NULL)
 		return -1;
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&mu.m);
 	s->inspect_fn = fn;
 	s->inspect_arg = arg;
 	s->call.fn = fn_name;
@@ -1688,7 +1719,7 @@ mgr_inspect(const char *fn_name, MgrInspectFn fn, void *arg, DlockErr *err)
 	inspect_tail = s;
 	pthread_cond_signal(&work_cond);
 	while (s->state != SLOT_DONE)
-		pthread_cond_wait(&s->cond, &mu);
+		pthread_cond_wait(&s->cond.c, &mu.m);
 	if (s->res.status == DLOCK_STATUS_ERROR)
 	{
 		*err = s->err;
@@ -1696,17 +1727,17 @@ mgr_inspect(const char *fn_name, MgrInspectFn fn, void *arg, DlockErr *err)
 	}
 	s->inspect_fn = NULL;
 	slot_put_locked(s);
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&mu.m);
 	return rc;
 }
 
 void
 mgr_session_end(unsigned long long conn_id)
 {
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&mu.m);
 	if (!running)
 	{
-		pthread_mutex_unlock(&mu);
+		pthread_mutex_unlock(&mu.m);
 		return;
 	}
 	if (nended == ended_cap)
@@ -1717,7 +1748,7 @@ mgr_session_end(unsigned long long conn_id)
 		if (n == NULL)
 		{
 			/* the next load drops sessions that are gone anyway */
-			pthread_mutex_unlock(&mu);
+			pthread_mutex_unlock(&mu.m);
 			return;
 		}
 		ended = n;
@@ -1725,7 +1756,7 @@ mgr_session_end(unsigned long long conn_id)
 	}
 	ended[nended++] = conn_id;
 	pthread_cond_signal(&work_cond);
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&mu.m);
 }
 
 /* ------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #ifndef DLOCK_MGR_H
 #define DLOCK_MGR_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,11 +56,31 @@ typedef struct DlockErr
 } DlockErr;
 
 /* The calling session, as far as the lock manager needs to know it. */
+/*
+ * The manager's mutex and a slot's condition variable, laid out as the
+ * server's uninstrumented mysql_mutex_t and mysql_cond_t: a caller
+ * registers its wait with the server (thd_enter_cond), whose KILL then
+ * locks the mutex and broadcasts the condition.
+ */
+typedef struct MgrMutex
+{
+	pthread_mutex_t m;
+	void	   *psi;			/* always NULL: not instrumented */
+} MgrMutex;
+typedef struct MgrCond
+{
+	pthread_cond_t c;
+	void	   *psi;
+} MgrCond;
+
 typedef struct DlockCaller
 {
 	unsigned long long conn_id; /* CONNECTION_ID() of the caller */
 	int			(*killed) (void *arg);	/* nonzero once KILL QUERY/KILL hit it */
 	void	   *killed_arg;
+	/* register the wait (mutex held) / end it (unlocks the mutex); NULL: not available */
+	void		(*wait_enter) (MgrCond *cond, MgrMutex *mutex);
+	void		(*wait_exit) (void);
 	int			access;			/* DLOCK_ACCESS_* bits */
 	char		account[DLOCK_MAX_ACCOUNT_LEN + 1]; /* CURRENT_USER() */
 	size_t		account_len;

@@ -11,7 +11,12 @@
  * the same handle), so they share the manager.
  */
 #define MYSQL_DYNAMIC_PLUGIN
+/* first: the server's mutex and condition types, to check MgrMutex and MgrCond */
+#include <my_global.h>
+#include <my_pthread.h>
+
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include <mysql/plugin.h>
@@ -19,6 +24,12 @@
 
 #include "dlock_mgr.h"
 #include "dlock_store.h"
+
+_Static_assert(sizeof(MgrMutex) == sizeof(mysql_mutex_t) &&
+			   offsetof(MgrMutex, psi) == offsetof(mysql_mutex_t, m_psi) &&
+			   sizeof(MgrCond) == sizeof(mysql_cond_t) &&
+			   offsetof(MgrCond, psi) == offsetof(mysql_cond_t, m_psi),
+			   "MgrMutex/MgrCond must be laid out as mysql_mutex_t/mysql_cond_t");
 
 static int
 dlock_plugin_init(void *p)

@@ -537,6 +537,19 @@ load_counter(DLockManager *m, DlockErr *err)
 	return 0;
 }
 
+/* Session rows the load refused, deleted by the next batch's phase 1. */
+static long long stray[64];
+static int	nstray;
+
+static bool
+stray_add(long long token)
+{
+	if (nstray == (int) (sizeof(stray) / sizeof(stray[0])))
+		return false;
+	stray[nstray++] = token;
+	return true;
+}
+
 static int
 load_held(DLockManager *m, DlockErr *err)
 {
@@ -570,6 +583,19 @@ load_held(DLockManager *m, DlockErr *err)
 		r.permits = c.null[14] ? 0 : (int32_t) c.i[14];
 		r.value = c.null[15] ? NULL : c.s[15];
 		e = dlm_load_holder(m, &r);
+		if (e != DLM_OK && e != DLM_ERR_NO_MEMORY && r.owner_key == NULL &&
+			stray_add(r.token))
+		{
+			/*
+			 * A session's row the picture cannot take (a second row of the
+			 * same holder): it dies with the server anyway, so it goes,
+			 * rather than a manager that refuses every call until then.
+			 */
+			fprintf(stderr, "dlock: lock manager drops the row of token %lld from "
+					"dlock.held_session: %s\n", (long long) r.token,
+					dlm_error_message(e));
+			continue;
+		}
 		if (e != DLM_OK)
 		{
 			dlock_set_err(err, DLOCK_ER_UNKNOWN,
@@ -728,6 +754,7 @@ int
 store_load(StoreLoad *load, DlockErr *err)
 {
 	load->capacity = memory_capacity(err);
+	nstray = 0;
 	if (load_counter(load->m, err) != 0 ||
 		load_held(load->m, err) != 0 ||
 		load_kept(load->m, load->now, err) != 0 ||
@@ -790,6 +817,7 @@ enum
 {
 	/* 1 */
 	R_SESSION_GONE,				/* dlock.held_session: session holders */
+	R_SESSION_WEAKER,			/* ... that now conflict with less */
 	R_LIVE_GONE,				/* dlock.queue_live: waiting calls */
 	/* 2 */
 	R_KEYED_DELETE,				/* dlock.held_keyed: owner-keyed holders */
@@ -811,7 +839,12 @@ enum
 #define MAX_CHUNK 64
 #define NCHUNK 7				/* 1, 2, 4, ... 64 rows */
 
-static const int row_ncol[NR] = {1, 1, 1, HELD_NCOL, 1, QUEUE_NCOL, 1, HELD_NCOL, QUEUE_NCOL};
+static const int row_ncol[NR] = {
+	[R_SESSION_GONE] = 1, [R_SESSION_WEAKER] = HELD_NCOL, [R_LIVE_GONE] = 1,
+	[R_KEYED_DELETE] = 1, [R_KEYED_UPSERT] = HELD_NCOL,
+	[R_KEPT_DELETE] = 1, [R_KEPT_UPSERT] = QUEUE_NCOL,
+	[R_SESSION_MOVED] = 1, [R_SESSION_UPSERT] = HELD_NCOL, [R_LIVE_UPSERT] = QUEUE_NCOL,
+};
 
 #define HELD_TAIL \
 	" ON DUPLICATE KEY UPDATE name = VALUES(name), owner = VALUES(owner), " \
@@ -835,6 +868,7 @@ static const char *const row_head[NR] = {
 	[R_KEPT_DELETE] = "DELETE FROM dlock.queue_kept WHERE ticket IN ",
 	[R_KEPT_UPSERT] = "INSERT INTO dlock.queue_kept (" QUEUE_COLS ") VALUES ",
 	[R_SESSION_GONE] = "DELETE FROM dlock.held_session WHERE token IN ",
+	[R_SESSION_WEAKER] = "INSERT INTO dlock.held_session (" HELD_COLS ") VALUES ",
 	[R_LIVE_GONE] = "DELETE FROM dlock.queue_live WHERE ticket IN ",
 	[R_SESSION_MOVED] = "DELETE FROM dlock.held_session WHERE token IN ",
 	[R_SESSION_UPSERT] = "INSERT INTO dlock.held_session (" HELD_COLS ") VALUES ",
@@ -847,6 +881,7 @@ static const char *const row_tail[NR] = {
 	[R_KEPT_DELETE] = "",
 	[R_KEPT_UPSERT] = QUEUE_TAIL,
 	[R_SESSION_GONE] = "",
+	[R_SESSION_WEAKER] = HELD_TAIL,
 	[R_LIVE_GONE] = "",
 	[R_SESSION_MOVED] = "",
 	[R_SESSION_UPSERT] = HELD_TAIL,
@@ -1190,6 +1225,21 @@ key_row(int kind, long long key)
 		p_int(p, key);
 }
 
+/*
+ * A session holder's row updated in place to a mode that conflicts with no
+ * more than before and no more permits (a down-conversion, a release of
+ * levels or permits) goes with the leaving rows, before the durable part:
+ * an owner key granted beside it in the same batch must not show up next
+ * to the row's old mode (the torture run saw an EX row beside a new PR).
+ */
+static bool
+session_row_weaker(const DLmHolder *h)
+{
+	return h->p.stored && h->stored_token == h->token &&
+		(dlock_mode_conflicts(h->mode) & ~dlock_mode_conflicts(h->stored_mode)) == 0 &&
+		h->permits <= h->stored_permits;
+}
+
 int
 store_write_batch(DLockManager *m, DlockErr *err)
 {
@@ -1206,6 +1256,8 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		rows[k].oom = false;
 	}
 	kept_noted = false;
+	for (int i = 0; i < nstray; i++)
+		key_row(R_SESSION_GONE, stray[i]);
 	for (DLmHolder *h = dlm_touched_holders(m); h; h = h->touched_next)
 	{
 		bool		keyed = h->owner->key != NULL;
@@ -1220,7 +1272,8 @@ store_write_batch(DLockManager *m, DlockErr *err)
 			/* a new token (a conversion): the row moves to its new key */
 			if (h->p.stored && h->stored_token != h->token)
 				key_row(keyed ? R_KEYED_DELETE : R_SESSION_MOVED, h->stored_token);
-			held_row(keyed ? R_KEYED_UPSERT : R_SESSION_UPSERT, h);
+			held_row(keyed ? R_KEYED_UPSERT :
+					 session_row_weaker(h) ? R_SESSION_WEAKER : R_SESSION_UPSERT, h);
 		}
 	}
 	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
@@ -1255,6 +1308,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		for (int k = 0; k < R_FIRST_DURABLE; k++)
 			if (rows_flush(k, err) != 0)
 				return -1;
+		nstray = 0;
 		if (nstatements > 0)
 		{
 			probe_choose(m);

@@ -87,6 +87,19 @@ typedef void (*default_definer_fn) (void *thd, ServerLexUser *out, _Bool role);
  * with an empty host the role */
 typedef _Bool (*is_acl_user_fn) (const char *host, const char *user);
 
+/* thd_enter_cond(THD*, mysql_cond_t*, mysql_mutex_t*, const PSI_stage_info*,
+ * PSI_stage_info *old, func, file, line): a KILL of the thread broadcasts the
+ * condition; thd_exit_cond(THD*, const PSI_stage_info*, func, file, line)
+ * unlocks the mutex and ends that */
+typedef void (*enter_cond_fn) (void *thd, void *cond, void *mutex,
+							   const void *stage, void *old_stage,
+							   const char *func, const char *file, int line);
+typedef void (*exit_cond_fn) (void *thd, const void *stage,
+							  const char *func, const char *file, int line);
+
+#define SYM_ENTER_COND \
+	"_Z14thd_enter_condP3THDP13st_mysql_condP14st_mysql_mutexPK17PSI_stage_info_v1PS5_PKcSA_i"
+#define SYM_EXIT_COND "_Z13thd_exit_condP3THDPK17PSI_stage_info_v1PKcS5_i"
 #define SYM_ROUTINE_ACCESS \
 	"_Z20check_routine_accessP3THD11privilege_tPK25st_mysql_const_lex_stringS4_PK10Sp_handlerb"
 #define SYM_DEFAULT_DEFINER "_Z19get_default_definerP3THDP8LEX_USERb"
@@ -98,6 +111,8 @@ static current_thd_fn h_current_thd;
 static thread_id_fn h_thread_id;
 static kill_level_fn h_kill_level;
 static is_connected_fn h_is_connected;	/* optional */
+static enter_cond_fn h_enter_cond;	/* optional, with h_exit_cond */
+static exit_cond_fn h_exit_cond;
 static printf_error_fn h_printf_error;
 static const char *h_server_version;
 static routine_access_fn h_routine_access;
@@ -119,6 +134,10 @@ hooks_init(void)
 	h_default_definer = (default_definer_fn) dlsym(RTLD_DEFAULT, SYM_DEFAULT_DEFINER);
 	h_is_acl_user = (is_acl_user_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER);
 	h_sp_handler_procedure = dlsym(RTLD_DEFAULT, "sp_handler_procedure");
+	h_enter_cond = (enter_cond_fn) dlsym(RTLD_DEFAULT, SYM_ENTER_COND);
+	h_exit_cond = (exit_cond_fn) dlsym(RTLD_DEFAULT, SYM_EXIT_COND);
+	if (!h_enter_cond || !h_exit_cond)
+		h_enter_cond = NULL, h_exit_cond = NULL;
 
 	if (!h_current_thd || !h_thread_id || !h_kill_level || !h_printf_error ||
 		!h_routine_access || !h_default_definer || !h_is_acl_user ||
@@ -267,6 +286,19 @@ caller_killed(void *arg)
 	return h_is_connected != NULL && h_is_connected(thd) == 0;
 }
 
+/* The caller's wait, registered with the server: a KILL wakes it at once. */
+static void
+caller_wait_enter(MgrCond *cond, MgrMutex *mutex)
+{
+	h_enter_cond(h_current_thd(), cond, mutex, NULL, NULL, __func__, __FILE__, __LINE__);
+}
+
+static void
+caller_wait_exit(void)
+{
+	h_exit_cond(h_current_thd(), NULL, __func__, __FILE__, __LINE__);
+}
+
 /* ------------------------------------------------------------------------
  * Access: who calls, and what it may do
  * ------------------------------------------------------------------------ */
@@ -358,6 +390,8 @@ caller(DlockCaller *who, int wanted)
 	who->conn_id = h_thread_id(thd);
 	who->killed = caller_killed;
 	who->killed_arg = NULL;
+	who->wait_enter = h_enter_cond ? caller_wait_enter : NULL;
+	who->wait_exit = h_exit_cond ? caller_wait_exit : NULL;
 	who->access = caller_access(thd, wanted);
 	caller_account(thd, who);
 }
