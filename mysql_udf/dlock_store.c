@@ -55,6 +55,7 @@ enum
 	Q_PROBE_HELD,
 	Q_PROBE_QUEUE,
 	Q_CAPACITY,
+	Q_SESSION_SWAP,
 	NQ
 };
 
@@ -107,6 +108,11 @@ static const char *const Q[NQ] = {
 	"SELECT IFNULL(MIN(MAX_DATA_LENGTH DIV GREATEST(AVG_ROW_LENGTH, 1)), 0) "
 	"FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'dlock' "
 	"AND TABLE_NAME IN ('held_session', 'queue_live')",
+	[Q_SESSION_SWAP] =
+	"UPDATE dlock.held_session SET token = ?, name = ?, owner = ?, conn_id = ?, "
+	"session_start = ?, mode = ?, `count` = ?, granted_us = ?, expires_us = ?, "
+	"ttl_us = ?, implied = ?, account = ?, kept = ?, capacity = ?, permits = ?, "
+	"value = ? WHERE token = ?",
 	[Q_PROBE_HELD] =
 	"SELECT `count`, IFNULL(expires_us, 0), kept, mode FROM dlock.held_keyed WHERE token = ?",
 	[Q_PROBE_QUEUE] =
@@ -1240,10 +1246,37 @@ session_row_weaker(const DLmHolder *h)
 		h->permits <= h->stored_permits;
 }
 
+/*
+ * A hand-off from one session to another with nothing durable in the
+ * batch: one UPDATE turns the leaving holder's row into the next holder's,
+ * a round trip instead of two.  When the leaving row is not there (the
+ * batch is written again after a lost connection) the rows stay for the
+ * usual delete and upsert.
+ */
+static int
+session_swap(DlockErr *err)
+{
+	Param		p[HELD_NCOL + 1];
+	MYSQL_BIND	b[HELD_NCOL + 1];
+	MYSQL_STMT *st = stmt(Q_SESSION_SWAP, err);
+	unsigned long long affected = 0;
+
+	if (st == NULL)
+		return -1;
+	memcpy(p, rows[R_SESSION_UPSERT].p, sizeof(Param) * HELD_NCOL);
+	p[HELD_NCOL] = rows[R_SESSION_GONE].p[0];
+	if (execute_bound(st, p, HELD_NCOL + 1, b, &affected, err) != 0)
+		return -1;
+	if (affected == 1)
+		rows[R_SESSION_GONE].n = rows[R_SESSION_UPSERT].n = 0;
+	return 0;
+}
+
 int
 store_write_batch(DLockManager *m, DlockErr *err)
 {
 	int64_t		hi;
+	int			new_session_rows = 0;
 
 	if (conn == NULL)
 	{
@@ -1274,6 +1307,8 @@ store_write_batch(DLockManager *m, DlockErr *err)
 				key_row(keyed ? R_KEYED_DELETE : R_SESSION_MOVED, h->stored_token);
 			held_row(keyed ? R_KEYED_UPSERT :
 					 session_row_weaker(h) ? R_SESSION_WEAKER : R_SESSION_UPSERT, h);
+			if (!keyed && !h->p.stored)
+				new_session_rows++;
 		}
 	}
 	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
@@ -1305,6 +1340,11 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		for (int k = R_FIRST_DURABLE; k < R_FIRST_AFTER; k++)
 			nstatements += __builtin_popcount((unsigned) rows[k].n);
 		/* phase 1: a failure here changed nothing durable */
+		if (nstatements == 0 && rows[R_SESSION_GONE].n == 1 &&
+			rows[R_SESSION_UPSERT].n == 1 && new_session_rows == 1 &&
+			rows[R_SESSION_MOVED].n == 0 && rows[R_SESSION_WEAKER].n == 0 &&
+			session_swap(err) != 0)
+			return -1;
 		for (int k = 0; k < R_FIRST_DURABLE; k++)
 			if (rows_flush(k, err) != 0)
 				return -1;
