@@ -56,6 +56,7 @@ enum
 	Q_PROBE_QUEUE,
 	Q_CAPACITY,
 	Q_SESSION_SWAP,
+	Q_LIVE_SWAP,
 	NQ
 };
 
@@ -113,6 +114,11 @@ static const char *const Q[NQ] = {
 	"session_start = ?, mode = ?, `count` = ?, granted_us = ?, expires_us = ?, "
 	"ttl_us = ?, implied = ?, account = ?, kept = ?, capacity = ?, permits = ?, "
 	"value = ? WHERE token = ?",
+	[Q_LIVE_SWAP] =
+	"UPDATE dlock.queue_live SET ticket = ?, name = ?, owner = ?, conn_id = ?, "
+	"session_start = ?, mode = ?, since_us = ?, timeout_us = ?, ttl_us = ?, "
+	"conversion = ?, implied = ?, account = ?, keep = ?, kept_until_us = ?, "
+	"request = ?, capacity = ?, permits = ?, value = ? WHERE ticket = ?",
 	[Q_PROBE_HELD] =
 	"SELECT `count`, IFNULL(expires_us, 0), kept, mode FROM dlock.held_keyed WHERE token = ?",
 	[Q_PROBE_QUEUE] =
@@ -1247,36 +1253,57 @@ session_row_weaker(const DLmHolder *h)
 }
 
 /*
- * A hand-off from one session to another with nothing durable in the
- * batch: one UPDATE turns the leaving holder's row into the next holder's,
- * a round trip instead of two.  When the leaving row is not there (the
+ * One row leaving a MEMORY table and a new one arriving there, with nothing
+ * durable in the batch (a hand-off from one session to the next, a
+ * granted waiter's queue row and a new one): one UPDATE turns the leaving
+ * row into the new one - the leaving holder is never shown beside the
+ * next, and a round trip is saved.  When the leaving row is not there (the
  * batch is written again after a lost connection) the rows stay for the
  * usual delete and upsert.
  */
 static int
-session_swap(DlockErr *err)
+row_swap(int q, int gone, int upsert, int new_row, DlockErr *err)
 {
-	Param		p[HELD_NCOL + 1];
-	MYSQL_BIND	b[HELD_NCOL + 1];
-	MYSQL_STMT *st = stmt(Q_SESSION_SWAP, err);
+	int			ncol = row_ncol[upsert];
+	Rows	   *u = &rows[upsert];
+	Param		p[QUEUE_NCOL + 1];
+	MYSQL_BIND	b[QUEUE_NCOL + 1];
+	MYSQL_STMT *st = stmt(q, err);
 	unsigned long long affected = 0;
 
 	if (st == NULL)
 		return -1;
-	memcpy(p, rows[R_SESSION_UPSERT].p, sizeof(Param) * HELD_NCOL);
-	p[HELD_NCOL] = rows[R_SESSION_GONE].p[0];
-	if (execute_bound(st, p, HELD_NCOL + 1, b, &affected, err) != 0)
+	memcpy(p, u->p + (size_t) new_row * (size_t) ncol, sizeof(Param) * (size_t) ncol);
+	p[ncol] = rows[gone].p[0];
+	if (execute_bound(st, p, ncol + 1, b, &affected, err) != 0)
 		return -1;
 	if (affected == 1)
-		rows[R_SESSION_GONE].n = rows[R_SESSION_UPSERT].n = 0;
+	{
+		rows[gone].n = 0;
+		/* the last row to be upserted takes the swapped one's place */
+		if (new_row != --u->n)
+			memcpy(u->p + (size_t) new_row * (size_t) ncol,
+				   u->p + (size_t) u->n * (size_t) ncol, sizeof(Param) * (size_t) ncol);
+	}
 	return 0;
+}
+
+/* Whether a swap of one of n new rows saves statements (chunks of 2^k rows). */
+static bool
+swap_pays(int gone, int upsert, int new_row)
+{
+	int			n = rows[upsert].n;
+
+	return new_row >= 0 && rows[gone].n == 1 && !rows[gone].oom && !rows[upsert].oom &&
+		__builtin_popcount((unsigned) n - 1) <= __builtin_popcount((unsigned) n);
 }
 
 int
 store_write_batch(DLockManager *m, DlockErr *err)
 {
 	int64_t		hi;
-	int			new_session_rows = 0;
+	int			new_session_row = -1;	/* a new row among the upserts */
+	int			new_live_row = -1;
 
 	if (conn == NULL)
 	{
@@ -1307,8 +1334,8 @@ store_write_batch(DLockManager *m, DlockErr *err)
 				key_row(keyed ? R_KEYED_DELETE : R_SESSION_MOVED, h->stored_token);
 			held_row(keyed ? R_KEYED_UPSERT :
 					 session_row_weaker(h) ? R_SESSION_WEAKER : R_SESSION_UPSERT, h);
-			if (!keyed && !h->p.stored)
-				new_session_rows++;
+			if (!keyed && !h->p.stored && new_session_row < 0 && !rows[R_SESSION_UPSERT].oom)
+				new_session_row = rows[R_SESSION_UPSERT].n - 1;
 		}
 	}
 	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
@@ -1328,6 +1355,8 @@ store_write_batch(DLockManager *m, DlockErr *err)
 			if (!in_kept && w->p.stored && w->keep)
 				key_row(R_LIVE_GONE, w->ticket);
 			queue_row(w->keep ? R_KEPT_UPSERT : R_LIVE_UPSERT, w);
+			if (!w->keep && !w->p.stored && new_live_row < 0 && !rows[R_LIVE_UPSERT].oom)
+				new_live_row = rows[R_LIVE_UPSERT].n - 1;
 		}
 	}
 	/*
@@ -1340,10 +1369,12 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		for (int k = R_FIRST_DURABLE; k < R_FIRST_AFTER; k++)
 			nstatements += __builtin_popcount((unsigned) rows[k].n);
 		/* phase 1: a failure here changed nothing durable */
-		if (nstatements == 0 && rows[R_SESSION_GONE].n == 1 &&
-			rows[R_SESSION_UPSERT].n == 1 && new_session_rows == 1 &&
-			rows[R_SESSION_MOVED].n == 0 && rows[R_SESSION_WEAKER].n == 0 &&
-			session_swap(err) != 0)
+		if (nstatements == 0 &&
+			((swap_pays(R_SESSION_GONE, R_SESSION_UPSERT, new_session_row) &&
+			  row_swap(Q_SESSION_SWAP, R_SESSION_GONE, R_SESSION_UPSERT,
+					   new_session_row, err) != 0) ||
+			 (swap_pays(R_LIVE_GONE, R_LIVE_UPSERT, new_live_row) &&
+			  row_swap(Q_LIVE_SWAP, R_LIVE_GONE, R_LIVE_UPSERT, new_live_row, err) != 0)))
 			return -1;
 		for (int k = 0; k < R_FIRST_DURABLE; k++)
 			if (rows_flush(k, err) != 0)
