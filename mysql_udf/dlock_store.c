@@ -57,6 +57,7 @@ enum
 	Q_CAPACITY,
 	Q_SESSION_SWAP,
 	Q_LIVE_SWAP,
+	Q_KEYED_SWAP,
 	NQ
 };
 
@@ -111,6 +112,11 @@ static const char *const Q[NQ] = {
 	"AND TABLE_NAME IN ('held_session', 'queue_live')",
 	[Q_SESSION_SWAP] =
 	"UPDATE dlock.held_session SET token = ?, name = ?, owner = ?, conn_id = ?, "
+	"session_start = ?, mode = ?, `count` = ?, granted_us = ?, expires_us = ?, "
+	"ttl_us = ?, implied = ?, account = ?, kept = ?, capacity = ?, permits = ?, "
+	"value = ? WHERE token = ?",
+	[Q_KEYED_SWAP] =
+	"UPDATE dlock.held_keyed SET token = ?, name = ?, owner = ?, conn_id = ?, "
 	"session_start = ?, mode = ?, `count` = ?, granted_us = ?, expires_us = ?, "
 	"ttl_us = ?, implied = ?, account = ?, kept = ?, capacity = ?, permits = ?, "
 	"value = ? WHERE token = ?",
@@ -1304,6 +1310,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 	int64_t		hi;
 	int			new_session_row = -1;	/* a new row among the upserts */
 	int			new_live_row = -1;
+	int			new_keyed_row = -1;
 
 	if (conn == NULL)
 	{
@@ -1336,6 +1343,8 @@ store_write_batch(DLockManager *m, DlockErr *err)
 					 session_row_weaker(h) ? R_SESSION_WEAKER : R_SESSION_UPSERT, h);
 			if (!keyed && !h->p.stored && new_session_row < 0 && !rows[R_SESSION_UPSERT].oom)
 				new_session_row = rows[R_SESSION_UPSERT].n - 1;
+			if (keyed && !h->p.stored && new_keyed_row < 0 && !rows[R_KEYED_UPSERT].oom)
+				new_keyed_row = rows[R_KEYED_UPSERT].n - 1;
 		}
 	}
 	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
@@ -1361,13 +1370,19 @@ store_write_batch(DLockManager *m, DlockErr *err)
 	}
 	/*
 	 * Phase 2, the durable part: one statement commits on its own
-	 * (autocommit: one round trip), more run in a transaction.
+	 * (autocommit: one round trip), more run in a transaction.  One owner
+	 * key's row leaving and another's arriving is one UPDATE (a batch of a
+	 * release and a grant then needs no BEGIN and COMMIT round trips).
 	 */
 	{
+		bool		keyed_swap = swap_pays(R_KEYED_DELETE, R_KEYED_UPSERT, new_keyed_row);
 		int			nstatements = dlm_counter_dirty(m, NULL) ? 1 : 0;
 
 		for (int k = R_FIRST_DURABLE; k < R_FIRST_AFTER; k++)
 			nstatements += __builtin_popcount((unsigned) rows[k].n);
+		if (keyed_swap)			/* the UPDATE stands for the delete and one upsert */
+			nstatements += __builtin_popcount((unsigned) rows[R_KEYED_UPSERT].n - 1) -
+				__builtin_popcount((unsigned) rows[R_KEYED_UPSERT].n);
 		/* phase 1: a failure here changed nothing durable */
 		if (nstatements == 0 &&
 			((swap_pays(R_SESSION_GONE, R_SESSION_UPSERT, new_session_row) &&
@@ -1391,6 +1406,10 @@ store_write_batch(DLockManager *m, DlockErr *err)
 				return -1;
 			}
 			last_errno = 0;
+			/* a swap that finds no leaving row leaves both rows to the loop */
+			if (keyed_swap &&
+				row_swap(Q_KEYED_SWAP, R_KEYED_DELETE, R_KEYED_UPSERT, new_keyed_row, err) != 0)
+				return !in_transaction && outcome_unknown(last_errno) ? -2 : -1;
 			for (int k = R_FIRST_DURABLE; k < R_FIRST_AFTER; k++)
 				if (rows_flush(k, err) != 0)
 					return !in_transaction && outcome_unknown(last_errno) ? -2 : -1;
