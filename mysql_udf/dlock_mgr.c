@@ -1845,6 +1845,20 @@ mgr_reload(const char *fn, DlockErr *err)
 	return mgr_inspect(fn, do_reload, NULL, err);
 }
 
+/* Run a grant or quota change in the manager thread; 0, or -1 with err. */
+static int
+admin_run(const char *fn, MgrInspectFn do_op, AdminOp *op, DlockErr *err)
+{
+	if (mgr_inspect(fn, do_op, op, err) != 0)
+		return -1;
+	if (op->rc != 0)
+	{
+		dlock_set_err(err, op->err.code ? op->err.code : DLOCK_ER_UNKNOWN, "%s: %s", fn, op->err.msg);
+		return -1;
+	}
+	return 0;
+}
+
 int
 mgr_grant(const char *fn, const char *grantee, size_t glen, const char *prefix,
 		  size_t plen, int revoke, int *changed, DlockErr *err)
@@ -1857,13 +1871,8 @@ mgr_grant(const char *fn, const char *grantee, size_t glen, const char *prefix,
 	op.prefix = prefix;
 	op.plen = plen;
 	op.revoke = revoke;
-	if (mgr_inspect(fn, do_grant, &op, err) != 0)
+	if (admin_run(fn, do_grant, &op, err) != 0)
 		return -1;
-	if (op.rc != 0)
-	{
-		dlock_set_err(err, op.err.code ? op.err.code : DLOCK_ER_UNKNOWN, "%s: %s", fn, op.err.msg);
-		return -1;
-	}
 	*changed = op.changed;
 	return 0;
 }
@@ -1878,12 +1887,5 @@ mgr_set_quota(const char *fn, const char *grantee, size_t glen,
 	op.grantee = grantee;
 	op.glen = glen;
 	op.limits = limits;
-	if (mgr_inspect(fn, do_quota, &op, err) != 0)
-		return -1;
-	if (op.rc != 0)
-	{
-		dlock_set_err(err, op.err.code ? op.err.code : DLOCK_ER_UNKNOWN, "%s: %s", fn, op.err.msg);
-		return -1;
-	}
-	return 0;
+	return admin_run(fn, do_quota, &op, err);
 }

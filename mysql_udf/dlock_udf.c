@@ -396,6 +396,18 @@ caller(DlockCaller *who, int wanted)
 	caller_account(thd, who);
 }
 
+/* The start of every function: a cleared call of fn, no result yet. */
+static void
+call_init(DlockCall *call, const char *fn, DLockOp op, char *is_null, char *error)
+{
+	memset(call, 0, sizeof(*call));
+	call->fn = fn;
+	call->op = op;
+	call->timeout_us = -1;
+	*is_null = 0;
+	*error = 0;
+}
+
 /*
  * Fills *who and checks that the caller holds one of the access bits in
  * 'needed'; 0, or raises the access error (the result is then NULL).
@@ -934,15 +946,11 @@ acquire_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
 	DlockResult res;
 	unsigned int ttl_i = try_only ? 1 : 2;
 
-	memset(&call, 0, sizeof(call));
-	call.fn = try_only ? "dlock_try_acquire" : "dlock_acquire";
-	call.op = try_only ? DLOCK_OP_TRY : DLOCK_OP_ACQUIRE;
-	*is_null = 0;
-	*error = 0;
+	call_init(&call, try_only ? "dlock_try_acquire" : "dlock_acquire",
+			  try_only ? DLOCK_OP_TRY : DLOCK_OP_ACQUIRE, is_null, error);
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
 		get_name(args, 0, &call, error, is_null) != 0)
 		return 0;
-	call.timeout_us = -1;
 	if (!try_only &&
 		get_seconds(args, 1, "timeout", DLOCK_MAX_TIMEOUT_US, &call.timeout_us,
 					&call, error, is_null) != 0)
@@ -988,11 +996,7 @@ dlock_convert(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	DlockResult res;
 
 	(void) initid;
-	memset(&call, 0, sizeof(call));
-	call.fn = "dlock_convert";
-	call.op = DLOCK_OP_CONVERT;
-	*is_null = 0;
-	*error = 0;
+	call_init(&call, "dlock_convert", DLOCK_OP_CONVERT, is_null, error);
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
 		get_name(args, 0, &call, error, is_null) != 0 ||
 		get_mode(args, 1, &call, error, is_null) != 0 ||
@@ -1210,11 +1214,7 @@ dlock_acquire_all(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	int			n;
 
 	(void) result;
-	memset(&call, 0, sizeof(call));
-	call.fn = "dlock_acquire_all";
-	call.op = DLOCK_OP_ACQUIRE_ALL;
-	*is_null = 0;
-	*error = 0;
+	call_init(&call, "dlock_acquire_all", DLOCK_OP_ACQUIRE_ALL, is_null, error);
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0)
 		return NULL;
 	if (args->args[0] == NULL)
@@ -1261,7 +1261,6 @@ dlock_acquire_all(UDF_INIT *initid, UDF_ARGS *args, char *result,
 			return NULL;
 		}
 	}
-	call.timeout_us = -1;
 	if (get_seconds(args, 1, "timeout", DLOCK_MAX_TIMEOUT_US, &call.timeout_us,
 					&call, error, is_null) != 0 ||
 		get_seconds(args, 2, "ttl", max_ttl_us(), &call.ttl_us, &call,
@@ -1303,12 +1302,7 @@ dlock_release(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	DlockErr	err = {0};
 
 	(void) initid;
-	memset(&call, 0, sizeof(call));
-	call.fn = "dlock_release";
-	call.op = DLOCK_OP_RELEASE;
-	call.timeout_us = -1;
-	*is_null = 0;
-	*error = 0;
+	call_init(&call, "dlock_release", DLOCK_OP_RELEASE, is_null, error);
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
 		get_name(args, 0, &call, error, is_null) != 0 ||
 		get_owner(args, 1, &call, error, is_null) != 0)
@@ -1352,12 +1346,7 @@ dlock_renew(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	char		expiry[64];
 
 	(void) result;
-	memset(&call, 0, sizeof(call));
-	call.fn = "dlock_renew";
-	call.op = DLOCK_OP_RENEW;
-	call.timeout_us = -1;
-	*is_null = 0;
-	*error = 0;
+	call_init(&call, "dlock_renew", DLOCK_OP_RENEW, is_null, error);
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
 		get_name(args, 0, &call, error, is_null) != 0 ||
 		get_seconds(args, 1, "ttl", max_ttl_us(), &call.ttl_us, &call,
@@ -1406,12 +1395,7 @@ dlock_release_all(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	DlockErr	err = {0};
 
 	(void) initid;
-	memset(&call, 0, sizeof(call));
-	call.fn = "dlock_release_all";
-	call.op = DLOCK_OP_RELEASE_ALL;
-	call.timeout_us = -1;
-	*is_null = 0;
-	*error = 0;
+	call_init(&call, "dlock_release_all", DLOCK_OP_RELEASE_ALL, is_null, error);
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
 		get_owner(args, 0, &call, error, is_null) != 0)
 		return 0;
@@ -1442,13 +1426,9 @@ semaphore_common(UDF_ARGS *args, int try_only, char *is_null, char *error)
 	DlockResult res;
 	unsigned int ttl_i = try_only ? 3 : 4;
 
-	memset(&call, 0, sizeof(call));
-	call.fn = try_only ? "dlock_try_semaphore" : "dlock_semaphore";
-	call.op = try_only ? DLOCK_OP_TRY : DLOCK_OP_ACQUIRE;
+	call_init(&call, try_only ? "dlock_try_semaphore" : "dlock_semaphore",
+			  try_only ? DLOCK_OP_TRY : DLOCK_OP_ACQUIRE, is_null, error);
 	call.mode = DLOCK_MODE_NL;
-	call.timeout_us = -1;
-	*is_null = 0;
-	*error = 0;
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
 		get_name(args, 0, &call, error, is_null) != 0 ||
 		get_int(args, 1, "capacity", 1, 1000000000, &call.capacity, call.fn, error, is_null) != 0 ||
@@ -1499,14 +1479,9 @@ dlock_campaign(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	DlockResult res;
 
 	(void) initid;
-	memset(&call, 0, sizeof(call));
-	call.fn = "dlock_campaign";
-	call.op = DLOCK_OP_ACQUIRE;
+	call_init(&call, "dlock_campaign", DLOCK_OP_ACQUIRE, is_null, error);
 	call.mode = DLOCK_MODE_EX;
 	call.election = 1;
-	call.timeout_us = -1;
-	*is_null = 0;
-	*error = 0;
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
 		get_name(args, 0, &call, error, is_null) != 0 ||
 		get_value(args, 1, &call, error, is_null) != 0 ||
@@ -1534,13 +1509,8 @@ dlock_proclaim(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	DlockErr	err = {0};
 
 	(void) initid;
-	memset(&call, 0, sizeof(call));
-	call.fn = "dlock_proclaim";
-	call.op = DLOCK_OP_PROCLAIM;
+	call_init(&call, "dlock_proclaim", DLOCK_OP_PROCLAIM, is_null, error);
 	call.mode = DLOCK_MODE_EX;
-	call.timeout_us = -1;
-	*is_null = 0;
-	*error = 0;
 	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
 		get_name(args, 0, &call, error, is_null) != 0 ||
 		get_value(args, 1, &call, error, is_null) != 0 ||
@@ -1700,10 +1670,7 @@ look_begin(UDF_ARGS *args, const char *fn, Look *lk, DlockCaller *who,
 	DlockCall	call;
 
 	memset(lk, 0, sizeof(*lk));
-	memset(&call, 0, sizeof(call));
-	call.fn = fn;
-	*is_null = 0;
-	*error = 0;
+	call_init(&call, fn, 0, is_null, error);
 	if (authorize(who, DLOCK_ACCESS_USER | DLOCK_ACCESS_MONITOR | DLOCK_ACCESS_ADMIN, fn,
 				  error, is_null) != 0 ||
 		get_name(args, 0, &call, error, is_null) != 0)

@@ -232,52 +232,29 @@ PREPARE dlock_stmt FROM @dlock_sql;
 EXECUTE dlock_stmt;
 DEALLOCATE PREPARE dlock_stmt;
 
--- The functions (dlock_udf.so).
-DROP FUNCTION IF EXISTS dlock_acquire;
-DROP FUNCTION IF EXISTS dlock_try_acquire;
-DROP FUNCTION IF EXISTS dlock_acquire_all;
-DROP FUNCTION IF EXISTS dlock_convert;
-DROP FUNCTION IF EXISTS dlock_release;
-DROP FUNCTION IF EXISTS dlock_renew;
-DROP FUNCTION IF EXISTS dlock_release_all;
-DROP FUNCTION IF EXISTS dlock_semaphore;
-DROP FUNCTION IF EXISTS dlock_try_semaphore;
-DROP FUNCTION IF EXISTS dlock_semaphore_available;
-DROP FUNCTION IF EXISTS dlock_campaign;
-DROP FUNCTION IF EXISTS dlock_proclaim;
-DROP FUNCTION IF EXISTS dlock_leader;
-DROP FUNCTION IF EXISTS dlock_check;
-DROP FUNCTION IF EXISTS dlock_holder;
-DROP FUNCTION IF EXISTS dlock_info;
-DROP FUNCTION IF EXISTS dlock_new_owner;
-DROP FUNCTION IF EXISTS dlock_sees;
-DROP FUNCTION IF EXISTS dlock_grant;
-DROP FUNCTION IF EXISTS dlock_revoke;
-DROP FUNCTION IF EXISTS dlock_set_quota;
-DROP FUNCTION IF EXISTS dlock_reload;
-
-CREATE FUNCTION dlock_acquire             RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_try_acquire         RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_acquire_all         RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_convert             RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_release             RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_renew               RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_release_all         RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_semaphore           RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_try_semaphore       RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_semaphore_available RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_campaign            RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_proclaim            RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_leader              RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_check               RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_holder              RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_info                RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_new_owner           RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_sees                RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_grant               RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_revoke              RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_set_quota           RETURNS INTEGER SONAME 'dlock_udf.so';
-CREATE FUNCTION dlock_reload              RETURNS INTEGER SONAME 'dlock_udf.so';
+-- The functions (dlock_udf.so); OR REPLACE: a re-install takes the new library.
+CREATE OR REPLACE FUNCTION dlock_acquire             RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_try_acquire         RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_acquire_all         RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_convert             RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_release             RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_renew               RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_release_all         RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_semaphore           RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_try_semaphore       RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_semaphore_available RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_campaign            RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_proclaim            RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_leader              RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_check               RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_holder              RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_info                RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_new_owner           RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_sees                RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_grant               RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_revoke              RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_set_quota           RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_reload              RETURNS INTEGER SONAME 'dlock_udf.so';
 
 -- Who may call dlock: UDFs need no privilege in MariaDB, so each function
 -- checks EXECUTE on one of these procedures in the caller's security
