@@ -28,12 +28,9 @@ DROP EVENT IF EXISTS dlock.reaper;
 SET @dlock_old = (SELECT COUNT(*) FROM information_schema.COLUMNS
                    WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'held'
                      AND COLUMN_NAME = 'holder');
-SET @dlock_sql = IF(@dlock_old > 0,
+EXECUTE IMMEDIATE IF(@dlock_old > 0,
     'RENAME TABLE dlock.held TO dlock.old_held, dlock.queue TO dlock.old_queue',
     'DO 0');
-PREPARE dlock_stmt FROM @dlock_sql;
-EXECUTE dlock_stmt;
-DEALLOCATE PREPARE dlock_stmt;
 
 -- The first layout of this design kept every row in InnoDB tables named
 -- held and queue (now views): they become the durable tables, and their
@@ -41,12 +38,9 @@ DEALLOCATE PREPARE dlock_stmt;
 SET @dlock_first = (SELECT COUNT(*) FROM information_schema.TABLES
                      WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'held'
                        AND TABLE_TYPE = 'BASE TABLE');
-SET @dlock_sql = IF(@dlock_first > 0,
+EXECUTE IMMEDIATE IF(@dlock_first > 0,
     'RENAME TABLE dlock.held TO dlock.held_keyed, dlock.queue TO dlock.queue_kept',
     'DO 0');
-PREPARE dlock_stmt FROM @dlock_sql;
-EXECUTE dlock_stmt;
-DEALLOCATE PREPARE dlock_stmt;
 
 -- ------------------------------------------------------------------------
 -- The lock store.  Only the lock manager's store account writes it; times
@@ -86,12 +80,10 @@ CREATE TABLE IF NOT EXISTS dlock.held_keyed (
     value         VARBINARY(1024)  NULL        -- a leader's value; NULL: not an election
 ) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS dlock.held_session LIKE dlock.held_keyed;
-SET @dlock_sql = IF((SELECT ENGINE FROM information_schema.TABLES
-                      WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'held_session') <> 'MEMORY',
+SET @dlock_found = (SELECT ENGINE FROM information_schema.TABLES
+                   WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'held_session');
+EXECUTE IMMEDIATE IF(@dlock_found <> 'MEMORY',
                     'ALTER TABLE dlock.held_session ENGINE=MEMORY', 'DO 0');
-PREPARE dlock_stmt FROM @dlock_sql;
-EXECUTE dlock_stmt;
-DEALLOCATE PREPARE dlock_stmt;
 
 -- Waiters: one row per part of a request that has waited longer than
 -- dlock_queue_row_delay (a shorter wait never reaches the table); kept
@@ -117,20 +109,15 @@ CREATE TABLE IF NOT EXISTS dlock.queue_kept (
     value         VARBINARY(1024)  NULL
 ) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS dlock.queue_live LIKE dlock.queue_kept;
-SET @dlock_sql = IF((SELECT ENGINE FROM information_schema.TABLES
-                      WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'queue_live') <> 'MEMORY',
+SET @dlock_found = (SELECT ENGINE FROM information_schema.TABLES
+                   WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'queue_live');
+EXECUTE IMMEDIATE IF(@dlock_found <> 'MEMORY',
                     'ALTER TABLE dlock.queue_live ENGINE=MEMORY', 'DO 0');
-PREPARE dlock_stmt FROM @dlock_sql;
-EXECUTE dlock_stmt;
-DEALLOCATE PREPARE dlock_stmt;
 
 -- the first layout's session rows and waiting rows move
-SET @dlock_sql = IF(@dlock_first > 0,
+EXECUTE IMMEDIATE IF(@dlock_first > 0,
     'INSERT IGNORE INTO dlock.held_session SELECT * FROM dlock.held_keyed WHERE owner IS NULL',
     'DO 0');
-PREPARE dlock_stmt FROM @dlock_sql;
-EXECUTE dlock_stmt;
-DEALLOCATE PREPARE dlock_stmt;
 DELETE FROM dlock.held_keyed WHERE owner IS NULL;
 DELETE FROM dlock.queue_kept WHERE NOT keep;
 
@@ -180,7 +167,7 @@ SET @dlock_account = IF((SELECT COUNT(*) FROM information_schema.COLUMNS
                           WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'old_held'
                             AND COLUMN_NAME = 'account') > 0,
                         'IF(account = '''', CURRENT_USER(), account)', 'CURRENT_USER()');
-SET @dlock_sql = IF(@dlock_old > 0, CONCAT(
+EXECUTE IMMEDIATE IF(@dlock_old > 0, CONCAT(
     'INSERT IGNORE INTO dlock.held_keyed (token, name, owner, conn_id, session_start, mode,
          `count`, granted_us, expires_us, ttl_us, account)
      SELECT token, name, owner, conn_id, 0, mode, `count`,
@@ -189,12 +176,9 @@ SET @dlock_sql = IF(@dlock_old > 0, CONCAT(
        FROM dlock.old_held
       WHERE owner IS NOT NULL AND (expires_at IS NULL OR expires_at > NOW(6))'),
     'DO 0');
-PREPARE dlock_stmt FROM @dlock_sql;
-EXECUTE dlock_stmt;
-DEALLOCATE PREPARE dlock_stmt;
 SET @dlock_seq = (SELECT COUNT(*) FROM information_schema.TABLES
                    WHERE TABLE_SCHEMA = 'dlock' AND TABLE_NAME = 'tickets');
-SET @dlock_sql = IF(@dlock_old > 0, CONCAT(
+EXECUTE IMMEDIATE IF(@dlock_old > 0, CONCAT(
     'INSERT INTO dlock.counter (id, hi)
      SELECT 1, 1 + GREATEST(IFNULL((SELECT MAX(token) FROM dlock.old_held), 0),
                             IFNULL((SELECT MAX(ticket) FROM dlock.old_queue), 0),
@@ -203,9 +187,6 @@ SET @dlock_sql = IF(@dlock_old > 0, CONCAT(
                             ', IF(@dlock_seq > 0, 'IFNULL((SELECT NEXTVAL(dlock.tickets)), 0)', '0'), ')
      ON DUPLICATE KEY UPDATE hi = GREATEST(hi, VALUES(hi))'),
     'DO 0');
-PREPARE dlock_stmt FROM @dlock_sql;
-EXECUTE dlock_stmt;
-DEALLOCATE PREPARE dlock_stmt;
 INSERT IGNORE INTO dlock.counter (id, hi) VALUES (1, 1);
 DROP TABLE IF EXISTS dlock.old_held, dlock.old_queue, dlock.names, dlock.done;
 DROP SEQUENCE IF EXISTS dlock.tickets;
@@ -225,12 +206,10 @@ DROP FUNCTION IF EXISTS dlock_reap;
 -- ------------------------------------------------------------------------
 -- The plugin: the lock manager starts now and at every server start.
 -- ------------------------------------------------------------------------
-SET @dlock_sql = IF((SELECT COUNT(*) FROM information_schema.PLUGINS
-                      WHERE PLUGIN_NAME = 'dlock') = 0,
+SET @dlock_found = (SELECT COUNT(*) FROM information_schema.PLUGINS
+                   WHERE PLUGIN_NAME = 'dlock');
+EXECUTE IMMEDIATE IF(@dlock_found = 0,
                     'INSTALL SONAME ''dlock_udf''', 'DO 0');
-PREPARE dlock_stmt FROM @dlock_sql;
-EXECUTE dlock_stmt;
-DEALLOCATE PREPARE dlock_stmt;
 
 -- The functions (dlock_udf.so); OR REPLACE: a re-install takes the new library.
 CREATE OR REPLACE FUNCTION dlock_acquire             RETURNS INTEGER SONAME 'dlock_udf.so';

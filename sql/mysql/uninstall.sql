@@ -37,12 +37,10 @@ DROP FUNCTION IF EXISTS dlock_reload;
 -- the lock manager stops (its thread ends; waiting calls get an error),
 -- unless the caller set @dlock_keep_plugin (a server that loads it at
 -- start with plugin-load-add)
-SET @dlock_sql = IF((SELECT COUNT(*) FROM information_schema.PLUGINS
-                      WHERE PLUGIN_NAME = 'dlock') > 0 AND @dlock_keep_plugin IS NULL,
+SET @dlock_found = (SELECT COUNT(*) FROM information_schema.PLUGINS
+                   WHERE PLUGIN_NAME = 'dlock');
+EXECUTE IMMEDIATE IF(@dlock_found > 0 AND @dlock_keep_plugin IS NULL,
                     'UNINSTALL SONAME ''dlock_udf''', 'DO 0');
-PREPARE dlock_stmt FROM @dlock_sql;
-EXECUTE dlock_stmt;
-DEALLOCATE PREPARE dlock_stmt;
 
 DROP DATABASE IF EXISTS dlock;
 DROP ROLE IF EXISTS dlock_user;
