@@ -1442,6 +1442,8 @@ mgr_start(DlockErr *err)
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "dlock: cannot start the lock manager thread");
 		return -1;
 	}
+	/* shown by top -H, perf and the server's threads in a core dump */
+	(void) pthread_setname_np(thread, "dlock_manager");
 	thread_started = true;
 	running = true;
 	pthread_mutex_unlock(&mu.m);
