@@ -35,17 +35,8 @@ BPID=
 
 as_pg() { (cd / && runuser -u postgres -- "$@"); }  # from /: no "could not change directory"
 
-# the pgbouncer this script started, by the pid in its pid file, only if
-# that process is still a pgbouncer running our configuration
-stop_bouncer() {
-    local pid=$BPID
-    [ -z "$pid" ] && [ -f "$BDIR/pgbouncer.pid" ] && pid=$(cat "$BDIR/pgbouncer.pid" 2>/dev/null)
-    [[ "$pid" =~ ^[0-9]+$ ]] || return 0
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$BDIR/pgbouncer.ini" || return 0
-    kill -TERM "$pid" 2>/dev/null  # immediate shutdown (pgbouncer < 1.23)
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null; sleep 0.2
-}
+# the pgbouncer this script started (pgbouncer.sh stops only its own)
+stop_bouncer() { "$ROOT/scripts/pgbouncer.sh" stop "$BDIR"; }
 PYPID=; TEEPID=
 cleanup() {
     [ -n "$PYPID" ] && kill -TERM "$PYPID" 2>/dev/null && wait "$PYPID" 2>/dev/null
@@ -80,43 +71,10 @@ psql -X -q -v ON_ERROR_STOP=1 -h "$DIR/pg" -p "$PORT" -U postgres -d postgres \
     die "role bouncer_app created"
 
 # 2. pgbouncer: unix socket only, transaction pooling, 2 server connections
-mkdir -p "$BDIR"; chmod 755 "$BDIR"; chown postgres: "$BDIR"
-# trust: no password, but the user must be in auth_file
-printf '"bouncer_app" ""\n"postgres" ""\n' > "$BDIR/userlist.txt"
-cat > "$BDIR/pgbouncer.ini" <<CONF
-[databases]
-postgres = host=$DIR/pg port=$PORT dbname=postgres
-
-[pgbouncer]
-listen_addr =
-listen_port = $BPORT
-unix_socket_dir = $BDIR
-auth_type = trust
-auth_file = $BDIR/userlist.txt
-admin_users = postgres
-pool_mode = transaction
-default_pool_size = 2
-min_pool_size = 0
-reserve_pool_size = 0
-max_client_conn = 100
-ignore_startup_parameters = extra_float_digits
-logfile = $BDIR/pgbouncer.log
-pidfile = $BDIR/pgbouncer.pid
-CONF
-chown postgres: "$BDIR"/*
-if ! as_pg "$PGBOUNCER" -d -q "$BDIR/pgbouncer.ini"; then
-    tail -20 "$BDIR/pgbouncer.log" 2>/dev/null
-    die "pgbouncer started"
-fi
-for _ in $(seq 100); do
-    [ -S "$BDIR/.s.PGSQL.$BPORT" ] && [ -s "$BDIR/pgbouncer.pid" ] && break
-    sleep 0.1
-done
-BPID=$(cat "$BDIR/pgbouncer.pid" 2>/dev/null)
-if [[ "$BPID" =~ ^[0-9]+$ ]] && kill -0 "$BPID" 2>/dev/null && [ -S "$BDIR/.s.PGSQL.$BPORT" ]; then
+if BPID=$(PGBOUNCER=$PGBOUNCER PGBOUNCER_USERS=bouncer_app \
+          "$ROOT/scripts/pgbouncer.sh" start "$BDIR" "$BPORT" "$DIR/pg" "$PORT" 2); then
     ok "pgbouncer $("$PGBOUNCER" --version | head -1 | sed 's/^PgBouncer //') started (pid $BPID, socket $BDIR, port $BPORT, transaction pooling, 2 server connections)"
 else
-    tail -20 "$BDIR/pgbouncer.log" 2>/dev/null
     die "pgbouncer started and listens on $BDIR/.s.PGSQL.$BPORT"
 fi
 

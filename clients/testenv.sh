@@ -1,0 +1,47 @@
+#!/bin/bash
+# clients/testenv.sh — the real servers the client libraries' tests run
+# against: a throwaway PostgreSQL 15 cluster with dlock, a pgbouncer in
+# transaction mode with 2 server connections in front of it, and a
+# throwaway MariaDB with the dlock plugin.
+#
+#   testenv.sh start DIR PG_PORT BOUNCER_PORT MY_PORT
+#       starts the three (DIR/pg, DIR/bouncer, DIR/my) and writes DIR/env,
+#       lines NAME=VALUE to source:
+#         DLOCK_TEST_PG_HOST, DLOCK_TEST_PG_PORT       the cluster (socket dir)
+#         DLOCK_TEST_BOUNCER_HOST, DLOCK_TEST_BOUNCER_PORT   pgbouncer
+#         DLOCK_TEST_MY_SOCKET                         MariaDB's unix socket
+#       PostgreSQL user postgres (superuser; also through pgbouncer),
+#       database postgres; MariaDB user root over the socket.
+#   testenv.sh stop DIR
+#       stops whatever of the three runs, by their pids (also half-started)
+#
+# Needs `make install` done (the extension) and mysql_udf/dlock_udf.so built.
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cmd=${1:?usage: testenv.sh start DIR PG_PORT BOUNCER_PORT MY_PORT | stop DIR}
+DIR=${2:?DIR}
+case "$DIR" in /*) ;; *) DIR=$PWD/$DIR ;; esac
+
+case "$cmd" in
+start)
+    PG_PORT=${3:?PG_PORT}; BOUNCER_PORT=${4:?BOUNCER_PORT}; MY_PORT=${5:?MY_PORT}
+    mkdir -p "$DIR"; chmod 755 "$DIR"
+    "$ROOT/scripts/pg_cluster.sh" start "$DIR/pg" "$PG_PORT"
+    "$ROOT/scripts/pgbouncer.sh" start "$DIR/bouncer" "$BOUNCER_PORT" "$DIR/pg" "$PG_PORT" 2 >/dev/null
+    "$ROOT/bench/mysql_server.sh" start "$DIR/my" "$MY_PORT"
+    cat > "$DIR/env" <<ENV
+DLOCK_TEST_PG_HOST=$DIR/pg
+DLOCK_TEST_PG_PORT=$PG_PORT
+DLOCK_TEST_BOUNCER_HOST=$DIR/bouncer
+DLOCK_TEST_BOUNCER_PORT=$BOUNCER_PORT
+DLOCK_TEST_MY_SOCKET=$DIR/my/sock
+ENV
+    ;;
+stop)
+    "$ROOT/scripts/pgbouncer.sh" stop "$DIR/bouncer" || true
+    "$ROOT/scripts/pg_cluster.sh" stop "$DIR/pg" || true
+    "$ROOT/bench/mysql_server.sh" stop "$DIR/my" || true
+    ;;
+*)
+    echo "usage: testenv.sh start DIR PG_PORT BOUNCER_PORT MY_PORT | stop DIR" >&2; exit 2 ;;
+esac
