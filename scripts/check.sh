@@ -110,6 +110,10 @@ if [ -x regress/mysql/run.sh ]; then
     cat "$DIR/mysql-torture.log"; record_from mysql-torture "$DIR/mysql-torture.log" $rc
 fi
 
+section "client libraries: Python (psycopg 3, psycopg2, MySQLdb, PyMySQL; sync and asyncio; through pgbouncer)"
+clients/python/test.sh > "$DIR/clients-python.log" 2>&1; rc=$?
+cat "$DIR/clients-python.log"; record_from clients-python "$DIR/clients-python.log" $rc
+
 section "summary"
 printf '%-14s %8s %8s\n' suite passed failed
 while read -r suite p f; do printf '%-14s %8d %8d\n' "$suite" "$p" "$f"; done < "$RESULTS"
