@@ -6,11 +6,14 @@ all: build
 deps:
 	scripts/deps.sh
 
+# the extension and the dlock command (clients/cli)
 build:
 	$(MAKE) -C pg_ext
+	$(MAKE) -C clients/cli
 
 install: build
 	$(MAKE) -C pg_ext install
+	$(MAKE) -C clients/cli install
 
 # every suite on throwaway servers; the last line is "N passed, M failed"
 check:
@@ -47,3 +50,4 @@ asan:
 clean:
 	$(MAKE) -C pg_ext clean
 	$(MAKE) -C core clean
+	$(MAKE) -C clients/cli clean

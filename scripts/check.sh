@@ -114,6 +114,18 @@ section "client libraries: Python (psycopg 3, psycopg2, MySQLdb, PyMySQL; sync a
 clients/python/test.sh > "$DIR/clients-python.log" 2>&1; rc=$?
 cat "$DIR/clients-python.log"; record_from clients-python "$DIR/clients-python.log" $rc
 
+section "the dlock command (C): dlock run/ls/release/leader on PostgreSQL and MariaDB, 100 concurrent runs never two at once, lease loss stops the command"
+clients/cli/test.sh > "$DIR/clients-cli.log" 2>&1; rc=$?
+cat "$DIR/clients-cli.log"; record_from clients-cli "$DIR/clients-cli.log" $rc
+
+section "client libraries: Go (pgx, lib/pq, go-sql-driver/mysql; through pgbouncer)"
+clients/go/test.sh > "$DIR/clients-go.log" 2>&1; rc=$?
+cat "$DIR/clients-go.log"; record_from clients-go "$DIR/clients-go.log" $rc
+
+section "client libraries: Java (pgjdbc, MariaDB Connector/J, JUnit 5; through pgbouncer)"
+clients/java/test.sh > "$DIR/clients-java.log" 2>&1; rc=$?
+cat "$DIR/clients-java.log"; record_from clients-java "$DIR/clients-java.log" $rc
+
 section "summary"
 printf '%-14s %8s %8s\n' suite passed failed
 while read -r suite p f; do printf '%-14s %8d %8d\n' "$suite" "$p" "$f"; done < "$RESULTS"

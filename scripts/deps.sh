@@ -4,7 +4,7 @@
 set -eu
 need=()
 for p in build-essential postgresql-15 postgresql-server-dev-15 \
-         libpq-dev python3-psycopg2 pgbouncer python3-psycopg "$@"; do
+         libpq-dev libmariadb-dev python3-psycopg2 pgbouncer python3-psycopg "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -3,8 +3,8 @@
 # mode in front of a throwaway cluster (scripts/pg_cluster.sh), for tests.
 #
 #   pgbouncer.sh start DIR PORT PG_DIR PG_PORT [POOL_SIZE]
-#       runs as the postgres user on a unix socket in DIR only (port PORT,
-#       no TCP), database postgres, auth trust for the users "postgres"
+#       runs as the postgres user on a unix socket in DIR (port PORT; also
+#       on TCP at $PGBOUNCER_LISTEN_ADDR if set, e.g. 127.0.0.1), database postgres, auth trust for the users "postgres"
 #       and $PGBOUNCER_USERS (space-separated), POOL_SIZE server
 #       connections (default 2); prints its pid
 #   pgbouncer.sh stop DIR
@@ -32,7 +32,7 @@ start)
 postgres = host=$PG_DIR port=$PG_PORT dbname=postgres
 
 [pgbouncer]
-listen_addr =
+listen_addr = ${PGBOUNCER_LISTEN_ADDR:-}
 listen_port = $PORT
 unix_socket_dir = $DIR
 auth_type = trust

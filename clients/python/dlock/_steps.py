@@ -47,8 +47,9 @@ def lease_margin(ttl):
 def acquire_steps(spec):
     """Wait for the grant in short calls that keep the place in line.
 
-    Returns (token, sent_at): sent_at is the monotonic time just before the
-    granting call was sent, from which the lease is counted.  A pooled
+    Returns (token, sent_at): sent_at is the monotonic time from which the
+    lease is counted — just before the granting call (or the one before it)
+    was sent.  A pooled
     connection is busy for one short call at a time, never for the whole
     wait.  Any way out other than a grant (timeout, cancel, error) withdraws
     the request: a kept place would otherwise stay in line for ttl."""
@@ -58,6 +59,9 @@ def acquire_steps(spec):
         token = yield Call(spec.try_op, args)
         return token, sent_at
     end = None if spec.timeout is None else time.monotonic() + spec.timeout
+    # a kept place granted between two calls started its lease after the
+    # earlier call was sent: count from there, never from a later moment
+    lease_from = None
     try:
         while True:
             left = None if end is None else end - time.monotonic()
@@ -69,7 +73,8 @@ def acquire_steps(spec):
             sent_at = time.monotonic()
             token = yield Call(spec.op, args)
             if token is not None:
-                return int(token), sent_at
+                return int(token), sent_at if lease_from is None else lease_from
+            lease_from = sent_at
     except BaseException:
         yield from withdraw_steps(spec)
         raise

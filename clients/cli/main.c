@@ -1,0 +1,377 @@
+/*
+ * main.c
+ *		The dlock command: arguments, the connection target, and the short
+ *		commands (ls, release, leader).  dlock run is in run.c.
+ *
+ * Options may come before or after the lock name; for run, everything
+ * after "--" is the command, untouched.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dlock.h"
+
+#define DEFAULT_TTL		30.0
+#define DEFAULT_GRACE	10.0
+
+static const char usage_text[] =
+"usage: dlock run [--dsn DSN | --mysql DSN] [--ttl 30s] [--timeout DURATION]\n"
+"                 [--mode MODE] [--grace 10s] NAME -- COMMAND [ARG...]\n"
+"       dlock ls [--dsn DSN | --mysql DSN] [NAME-PREFIX]\n"
+"       dlock release [--dsn DSN | --mysql DSN] NAME --owner KEY\n"
+"       dlock leader [--dsn DSN | --mysql DSN] NAME\n"
+"MODE: exclusive (default), shared, NL, CR, CW, PR, PW, EX.\n"
+"DURATION: 30s, 500ms, 2m, 1h or seconds (1.5).\n"
+"Connection: --dsn (libpq; env DLOCK_DSN, else PG* variables),\n"
+"            --mysql key=value DSN for MariaDB (env DLOCK_MYSQL).\n";
+
+typedef struct Args
+{
+	const char *cmd;
+	const char *dsn;
+	const char *mysql;
+	const char *ttl,
+			   *timeout,
+			   *mode,
+			   *grace,
+			   *owner;
+	const char *pos[2];
+	int			npos;
+	char	  **rest;			/* after "--" */
+} Args;
+
+static int
+usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "dlock: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage_text);
+	return EXIT_USAGE;
+}
+
+/*
+ * parse_args
+ *		Options as "--opt value" or "--opt=value", anywhere before "--".
+ *		'allowed' lists the options of the command, as "|ttl|mode|".
+ *		Returns 0, or the exit code of a usage error (already reported).
+ */
+static int
+parse_args(int argc, char **argv, const char *allowed, int maxpos, Args *a)
+{
+	for (int i = 2; i < argc; i++)
+	{
+		char	   *arg = argv[i];
+		char		opt[32];
+		const char *val;
+		const char **slot;
+		char	   *eq;
+		char		probe[40];
+
+		if (strcmp(arg, "--") == 0)
+		{
+			a->rest = argv + i + 1;
+			return 0;
+		}
+		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
+		{
+			fputs(usage_text, stdout);
+			exit(0);
+		}
+		if (arg[0] != '-' || arg[1] == '\0')
+		{
+			if (a->npos >= maxpos)
+				return usage_error("unexpected argument \"%s\"", arg);
+			a->pos[a->npos++] = arg;
+			continue;
+		}
+		if (arg[1] != '-')
+			return usage_error("unknown option \"%s\"", arg);
+		snprintf(opt, sizeof(opt), "%s", arg + 2);
+		eq = strchr(opt, '=');
+		if (eq)
+			*eq = '\0';
+		snprintf(probe, sizeof(probe), "|%s|", opt);
+		if (opt[0] == '\0' || strstr(allowed, probe) == NULL)
+			return usage_error("unknown option \"%s\"", arg);
+		if (strchr(arg, '='))
+			val = strchr(arg, '=') + 1;
+		else if (i + 1 < argc)
+			val = argv[++i];
+		else
+			return usage_error("option \"%s\" needs a value", arg);
+
+		if (strcmp(opt, "dsn") == 0)
+			slot = &a->dsn;
+		else if (strcmp(opt, "mysql") == 0)
+			slot = &a->mysql;
+		else if (strcmp(opt, "ttl") == 0)
+			slot = &a->ttl;
+		else if (strcmp(opt, "timeout") == 0)
+			slot = &a->timeout;
+		else if (strcmp(opt, "mode") == 0)
+			slot = &a->mode;
+		else if (strcmp(opt, "grace") == 0)
+			slot = &a->grace;
+		else
+			slot = &a->owner;
+		*slot = val;
+	}
+	return 0;
+}
+
+/*
+ * pick_target
+ *		--dsn or --mysql; else DLOCK_DSN or DLOCK_MYSQL; else libpq's own
+ *		defaults (PGHOST and the rest).
+ */
+static int
+pick_target(const Args *a, DbTarget *t)
+{
+	const char *envpg = getenv("DLOCK_DSN");
+	const char *envmy = getenv("DLOCK_MYSQL");
+
+	if (a->dsn && a->mysql)
+		return usage_error("%s", "give --dsn or --mysql, not both");
+	if (a->dsn || a->mysql)
+	{
+		t->kind = a->dsn ? DB_PG : DB_MY;
+		t->dsn = a->dsn ? a->dsn : a->mysql;
+		return 0;
+	}
+	if (envpg && envmy)
+		return usage_error("%s", "both DLOCK_DSN and DLOCK_MYSQL are set; pass --dsn or --mysql");
+	t->kind = envmy ? DB_MY : DB_PG;
+	t->dsn = envmy ? envmy : (envpg ? envpg : "");
+	return 0;
+}
+
+static bool
+valid_mode(const char *m)
+{
+	static const char *const modes[] = {
+		"exclusive", "shared", "NL", "CR", "CW", "PR", "PW", "EX", NULL
+	};
+
+	for (int i = 0; modes[i]; i++)
+		if (strcasecmp(m, modes[i]) == 0)
+			return true;
+	return false;
+}
+
+static Db *
+connect_or_report(const DbTarget *t)
+{
+	char		err[1024];
+	Db		   *db = db_ops_for(t)->connect(t, 0, err, sizeof(err));
+
+	if (db == NULL)
+		fprintf(stderr, "dlock: cannot connect: %s\n", err);
+	return db;
+}
+
+static int
+run_main(int argc, char **argv)
+{
+	Args		a = {0};
+	RunOpts		o = {0};
+	int			rc;
+
+	/* room for a second word: the command of one who forgot "--" */
+	if ((rc = parse_args(argc, argv, "|dsn|mysql|ttl|timeout|mode|grace|", 2, &a)) != 0)
+		return rc;
+	if (a.npos == 0)
+		return usage_error("%s", "run: missing lock NAME");
+	if (a.rest == NULL)
+		return usage_error("%s", "run: missing \"--\" before the command");
+	if (a.npos > 1)
+		return usage_error("run: unexpected argument \"%s\" before \"--\"", a.pos[1]);
+	if (a.rest[0] == NULL)
+		return usage_error("%s", "run: missing command after \"--\"");
+	if (a.pos[0][0] == '\0')
+		return usage_error("%s", "run: the lock name is empty");
+	o.name = a.pos[0];
+	o.ttl = DEFAULT_TTL;
+	o.timeout = -1;
+	o.grace = DEFAULT_GRACE;
+	o.mode = a.mode ? a.mode : "exclusive";
+	if (a.ttl && (!parse_duration(a.ttl, &o.ttl) || o.ttl <= 0))
+		return usage_error("invalid --ttl \"%s\" (a positive duration: 30s, 500ms, 2m, 1h, 1.5)", a.ttl);
+	if (a.timeout && !parse_duration(a.timeout, &o.timeout))
+		return usage_error("invalid --timeout \"%s\" (a duration: 0, 30s, 500ms, 2m, 1h, 1.5)", a.timeout);
+	if (a.grace && !parse_duration(a.grace, &o.grace))
+		return usage_error("invalid --grace \"%s\" (a duration: 10s, 500ms, 2m, 1h, 1.5)", a.grace);
+	if (!valid_mode(o.mode))
+		return usage_error("invalid --mode \"%s\"", o.mode);
+	if ((rc = pick_target(&a, &o.target)) != 0)
+		return rc;
+	o.argv = a.rest;
+	return cmd_run(&o);
+}
+
+static void
+print_table(const char *pidcol, const LsTable *t)
+{
+	const char *head[LS_COLUMNS] = {
+		"name", "mode", "granted", "position", "owner", pidcol, "token", "expires_at"
+	};
+	size_t		w[LS_COLUMNS];
+
+	for (int j = 0; j < LS_COLUMNS; j++)
+	{
+		w[j] = strlen(head[j]);
+		for (int i = 0; i < t->nrows; i++)
+		{
+			const char *c = t->cells[i * LS_COLUMNS + j];
+
+			if (c && strlen(c) > w[j])
+				w[j] = strlen(c);
+		}
+	}
+	for (int j = 0; j < LS_COLUMNS; j++)
+		printf("%-*s%s", j == LS_COLUMNS - 1 ? 0 : (int) w[j], head[j],
+			   j == LS_COLUMNS - 1 ? "\n" : "  ");
+	for (int i = 0; i < t->nrows; i++)
+		for (int j = 0; j < LS_COLUMNS; j++)
+		{
+			const char *c = t->cells[i * LS_COLUMNS + j];
+
+			printf("%-*s%s", j == LS_COLUMNS - 1 ? 0 : (int) w[j], c ? c : "",
+				   j == LS_COLUMNS - 1 ? "\n" : "  ");
+		}
+}
+
+static int
+ls_main(int argc, char **argv)
+{
+	Args		a = {0};
+	DbTarget	t;
+	LsTable		tab = {0};
+	Db		   *db;
+	DbStatus	st;
+	int			rc;
+
+	if ((rc = parse_args(argc, argv, "|dsn|mysql|", 1, &a)) != 0)
+		return rc;
+	if (a.rest)
+		return usage_error("%s", "ls: unexpected \"--\"");
+	if ((rc = pick_target(&a, &t)) != 0)
+		return rc;
+	if ((db = connect_or_report(&t)) == NULL)
+		return EXIT_UNAVAILABLE;
+	st = db->ops->list(db, a.npos ? a.pos[0] : NULL, &tab);
+	if (st != DB_OK)
+	{
+		fprintf(stderr, "dlock: ls: %s\n", db->ops->error(db));
+		db->ops->close(db);
+		return EXIT_UNAVAILABLE;
+	}
+	print_table(db->ops->pid_column, &tab);
+	db->ops->close(db);
+	return 0;
+}
+
+static int
+release_main(int argc, char **argv)
+{
+	Args		a = {0};
+	DbTarget	t;
+	Db		   *db;
+	DbStatus	st;
+	int			rc;
+
+	if ((rc = parse_args(argc, argv, "|dsn|mysql|owner|", 1, &a)) != 0)
+		return rc;
+	if (a.npos == 0 || a.pos[0][0] == '\0')
+		return usage_error("%s", "release: missing lock NAME");
+	if (a.owner == NULL || a.owner[0] == '\0')
+		return usage_error("%s", "release: missing --owner KEY");
+	if (a.rest)
+		return usage_error("%s", "release: unexpected \"--\"");
+	if ((rc = pick_target(&a, &t)) != 0)
+		return rc;
+	if ((db = connect_or_report(&t)) == NULL)
+		return EXIT_UNAVAILABLE;
+	st = db->ops->release(db, a.pos[0], a.owner);
+	if (st == DB_OK)
+		rc = 0;
+	else if (st == DB_NULL)
+	{
+		fprintf(stderr, "dlock: warning: lock \"%s\" is not held by this owner\n", a.pos[0]);
+		rc = EXIT_NOT_HELD;
+	}
+	else
+	{
+		fprintf(stderr, "dlock: release \"%s\": %s\n", a.pos[0], db->ops->error(db));
+		rc = EXIT_UNAVAILABLE;
+	}
+	db->ops->close(db);
+	return rc;
+}
+
+static int
+leader_main(int argc, char **argv)
+{
+	Args		a = {0};
+	DbTarget	t;
+	Db		   *db;
+	DbStatus	st;
+	char	   *value = NULL;
+	int			rc;
+
+	if ((rc = parse_args(argc, argv, "|dsn|mysql|", 1, &a)) != 0)
+		return rc;
+	if (a.npos == 0 || a.pos[0][0] == '\0')
+		return usage_error("%s", "leader: missing election NAME");
+	if (a.rest)
+		return usage_error("%s", "leader: unexpected \"--\"");
+	if ((rc = pick_target(&a, &t)) != 0)
+		return rc;
+	if ((db = connect_or_report(&t)) == NULL)
+		return EXIT_UNAVAILABLE;
+	st = db->ops->leader(db, a.pos[0], &value);
+	if (st == DB_OK)
+	{
+		printf("%s\n", value);
+		rc = 0;
+	}
+	else if (st == DB_NULL)
+	{
+		fprintf(stderr, "dlock: nobody leads \"%s\"\n", a.pos[0]);
+		rc = EXIT_NOT_HELD;
+	}
+	else
+	{
+		fprintf(stderr, "dlock: leader \"%s\": %s\n", a.pos[0], db->ops->error(db));
+		rc = EXIT_UNAVAILABLE;
+	}
+	free(value);
+	db->ops->close(db);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	/* lines of concurrent runs must not be cut into pieces */
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	if (cmd == NULL)
+		return usage_error("%s", "missing command");
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0)
+	{
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "run") == 0)
+		return run_main(argc, argv);
+	if (strcmp(cmd, "ls") == 0)
+		return ls_main(argc, argv);
+	if (strcmp(cmd, "release") == 0)
+		return release_main(argc, argv);
+	if (strcmp(cmd, "leader") == 0)
+		return leader_main(argc, argv);
+	return usage_error("unknown command \"%s\"", cmd);
+}

@@ -1,0 +1,279 @@
+#!/bin/bash
+# clients/cli/test.sh — the dlock command against real servers: a throwaway
+# PostgreSQL with dlock (and its pgbouncer) and a throwaway MariaDB with the
+# plugin (clients/testenv.sh, ports PG 5581, pgbouncer 6581, MariaDB 3481).
+#
+# Needs `make install` (the PostgreSQL extension) and `make -C mysql_udf`
+# done.  Prints "ok   <what>" / "FAIL <what>" per check and as its last
+# line "clients-cli: N passed, M failed"; exits non-zero on any failure.
+# the commands of dlock run are quoted on purpose: their shell expands them
+# shellcheck disable=SC2016
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+DLOCK=$HERE/dlock
+
+"$ROOT/scripts/deps.sh" libpq-dev libmariadb-dev mariadb-server mariadb-client >/dev/null ||
+    { echo "clients-cli: 0 passed, 1 failed"; exit 1; }
+make -s -C "$ROOT/mysql_udf" all >/dev/null || { echo "clients-cli: 0 passed, 1 failed"; exit 1; }
+if ! out=$(make -C "$HERE" 2>&1); then
+    printf '%s\n' "$out" >&2
+    echo "clients-cli: 0 passed, 1 failed"
+    exit 1
+fi
+
+DIR=$(mktemp -d /tmp/dlock-cli-test.XXXXXX)
+cleanup() {
+    # whatever is still running of ours (a failed check may leave one)
+    jobs -p | while read -r p; do kill -9 "$p" 2>/dev/null; done
+    [ -n "${bpid:-}" ] && kill -CONT "$bpid" 2>/dev/null
+    "$ROOT/clients/testenv.sh" stop "$DIR" >/dev/null 2>&1
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+if ! "$ROOT/clients/testenv.sh" start "$DIR" 5581 6581 3481; then
+    echo "clients-cli: 0 passed, 1 failed"
+    exit 1
+fi
+# shellcheck disable=SC1091
+. "$DIR/env"
+unset DLOCK_DSN DLOCK_MYSQL
+
+passed=0
+failed=0
+ok()   { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+# check WHAT COMMAND...: ok when the command succeeds
+check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
+now() { echo "$EPOCHREALTIME"; }
+# lt A B: A < B (decimals)
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+# wait_for FILE: until it exists and is not empty (at most 30 s)
+wait_for() {
+    for _ in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done
+    return 1
+}
+# strictly_increasing FILE: every line a larger integer than the one before
+strictly_increasing() { awk 'NR > 1 && $1 + 0 <= prev { bad = 1 } { prev = $1 + 0 } END { exit bad }' "$1"; }
+
+for db in postgresql mariadb; do
+    W="$DIR/work $db"           # a space in the path: everything must be quoted
+    mkdir -p "$W"
+    if [ "$db" = postgresql ]; then
+        CONN=(--dsn "host='$DLOCK_TEST_PG_HOST' port=$DLOCK_TEST_PG_PORT user=postgres dbname=postgres")
+        sql() { psql -X -qAt -h "$DLOCK_TEST_PG_HOST" -p "$DLOCK_TEST_PG_PORT" -U postgres -d postgres -c "$1" 2>&1; }
+        hold_sql() { sql "SELECT dlock_acquire('$1', ttl => '60 s', owner => '$2')"; }
+        campaign_sql="SELECT dlock_campaign('el', 'host-a:1', ttl => '30 s', owner => 'somekey')"
+    else
+        CONN=(--mysql "socket='$DLOCK_TEST_MY_SOCKET' user=root")
+        sql() { mariadb -S "$DLOCK_TEST_MY_SOCKET" -u root -NB -e "$1" 2>&1; }
+        hold_sql() { sql "SELECT dlock_acquire('$1', NULL, 60, 'exclusive', '$2')"; }
+        campaign_sql="SELECT dlock_campaign('el', 'host-a:1', NULL, 30, 'somekey')"
+    fi
+    rows() { sql "SELECT COUNT(*) FROM dlock.locks WHERE name = '$1'"; }
+    run() { "$DLOCK" run "${CONN[@]}" "$@"; }
+
+    # 1. environment, tokens, exit status, release
+    run t1 -- sh -c 'printf "%s\n%s\n%s\n" "$DLOCK_TOKEN" "$DLOCK_NAME" "$DLOCK_OWNER"' > "$W/env1"
+    rc=$?
+    run t1 -- sh -c 'printf "%s\n%s\n%s\n" "$DLOCK_TOKEN" "$DLOCK_NAME" "$DLOCK_OWNER"' > "$W/env2"
+    tok1=$(sed -n 1p "$W/env1"); tok2=$(sed -n 1p "$W/env2")
+    check "$db: run passes DLOCK_TOKEN (a positive integer) and exits 0" \
+        test "$rc" = 0 -a -n "$(printf '%s' "$tok1" | grep -xE '[1-9][0-9]*')"
+    check "$db: run passes DLOCK_NAME" test "$(sed -n 2p "$W/env1")" = t1
+    check "$db: run passes DLOCK_OWNER, 32 hex digits, new for each run" \
+        test -n "$(sed -n 3p "$W/env1" | grep -xE '[0-9a-f]{32}')" -a "$(sed -n 3p "$W/env1")" != "$(sed -n 3p "$W/env2")"
+    check "$db: tokens of successive runs increase ($tok1 < $tok2)" test "${tok2:-0}" -gt "${tok1:-0}"
+    run t1 -- sh -c 'exit 7'; rc=$?
+    check "$db: the command's exit status is passed through (7)" test "$rc" = 7
+    run t1 -- sh -c 'kill -TERM $$'; rc=$?
+    check "$db: a command killed by SIGTERM gives 143" test "$rc" = 143
+    run t1 -- "$W/no such command" 2>> "$W/log"; rc=$?
+    check "$db: a command that is not there gives 127" test "$rc" = 127
+    check "$db: the lock is released after the command" test "$(rows t1)" = 0
+
+    # 2. --timeout 0 (and a short timeout) while another owner holds it
+    hold_sql t2 holder2 > /dev/null
+    t0=$(now); run --timeout 0 t2 -- touch "$W/ran2" 2>> "$W/log"; rc=$?; t1=$(now)
+    check "$db: --timeout 0 on a held lock exits 75 at once ($(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f s", b - a }'))" \
+        eval 'test "$rc" = 75 && lt "$(awk -v a="$t0" -v b="$t1" "BEGIN { print b - a }")" 3'
+    check "$db: --timeout 0: the command did not run" test ! -e "$W/ran2"
+    t0=$(now); run --timeout 1s t2 -- touch "$W/ran2" 2>> "$W/log"; rc=$?; t1=$(now)
+    el=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+    check "$db: --timeout 1s on a held lock exits 75 after about 1 s ($el s), command not run" \
+        eval 'test "$rc" = 75 -a ! -e "$W/ran2" && lt 0.9 "$el" && lt "$el" 10'
+    sql "SELECT dlock_release('t2', 'holder2')" > /dev/null
+
+    # 3. lease loss: SIGTERM within a renewal period, exit 70
+    run --ttl 3s --grace 30s t3 -- sh -c '
+        trap "echo TERM > \"\$1.sig\"; kill \$! 2>/dev/null; exit 0" TERM
+        echo "$DLOCK_OWNER" > "$1"
+        sleep 60 > /dev/null 2>&1 &
+        wait' sh "$W/owner3" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/owner3"; then
+        t0=$(now)
+        sql "SELECT dlock_release('t3', '$(cat "$W/owner3")')" > /dev/null
+        wait "$pid"; rc=$?; t1=$(now)
+        el=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+        check "$db: lease lost (released by its key elsewhere): exit 70 although the command exited 0" test "$rc" = 70
+        check "$db: lease lost: the command got SIGTERM" test -s "$W/owner3.sig"
+        check "$db: lease lost: stopped $el s after the release (< ttl + 2 s)" lt "$el" 5
+    else
+        kill "$pid"; wait "$pid"
+        fail "$db: lease lost: the command never started"
+    fi
+    check "$db: lease lost: nothing left locked" test "$(rows t3)" = 0
+
+    run --ttl 3s --grace 2s t3b -- sh -c '
+        echo $$ > "$1.pid"; echo "$DLOCK_OWNER" > "$1"; trap "" TERM; exec sleep 60' sh "$W/owner3b" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/owner3b"; then
+        t0=$(now)
+        sql "SELECT dlock_release('t3b', '$(cat "$W/owner3b")')" > /dev/null
+        wait "$pid"; rc=$?; t1=$(now)
+        el=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+        # shellcheck disable=SC2034  # used in the eval below
+        cpid=$(cat "$W/owner3b.pid")
+        check "$db: a command that ignores SIGTERM is killed after --grace 2s ($el s after the release), exit 70" \
+            eval 'test "$rc" = 70 && lt 1.8 "$el" && lt "$el" 7 && ! kill -0 "$cpid" 2>/dev/null'
+    else
+        kill "$pid"; wait "$pid"
+        fail "$db: SIGKILL after grace: the command never started"
+    fi
+
+    # 4. a hundred at once: never two inside, tokens in order of entry
+    cs='if mkdir "$1/cs" 2>/dev/null; then
+            echo "$DLOCK_TOKEN" >> "$1/tokens"; sleep 0.01; rmdir "$1/cs"
+        else echo overlap >> "$1/overlap"; fi'
+    rm -f "$W/tokens" "$W/overlap"
+    t0=$(now)
+    pids=()
+    for _ in $(seq 100); do
+        run --timeout 60s c4 -- sh -c "$cs" sh "$W" 2>> "$W/err4" &
+        pids+=($!)
+    done
+    nbad=0
+    for p in "${pids[@]}"; do wait "$p" || nbad=$((nbad + 1)); done
+    el=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+    check "$db: 100 concurrent runs: all exited 0 ($el s)" test "$nbad" = 0
+    check "$db: 100 concurrent runs: all 100 ran" test "$(wc -l < "$W/tokens" 2>/dev/null)" = 100
+    check "$db: 100 concurrent runs: never two inside at once" test ! -e "$W/overlap"
+    check "$db: 100 concurrent runs: tokens strictly increasing in order of entry" strictly_increasing "$W/tokens"
+
+    rm -f "$W/tokens" "$W/overlap"
+    pids=()
+    for _ in $(seq 100); do
+        run --timeout 0 c4b -- sh -c "$cs" sh "$W" 2>> "$W/err4" &
+        pids+=($!)
+    done
+    nbad=0
+    for p in "${pids[@]}"; do wait "$p"; rc=$?; [ "$rc" = 0 ] || [ "$rc" = 75 ] || nbad=$((nbad + 1)); done
+    n=$(wc -l < "$W/tokens" 2>/dev/null || echo 0)
+    check "$db: 100 concurrent --timeout 0: $n ran, every other exited 75" test "$n" -ge 1 -a "$nbad" = 0
+    check "$db: 100 concurrent --timeout 0: never two inside at once" test ! -e "$W/overlap"
+    check "$db: nothing left locked after the crowds" test "$(rows c4)" = 0 -a "$(rows c4b)" = 0
+
+    # 5. ls, release, leader
+    hold_sql held5 key5 > /dev/null
+    "$DLOCK" ls "${CONN[@]}" > "$W/ls"; rc=$?
+    check "$db: ls shows the held lock with its owner key" \
+        eval 'test "$rc" = 0 && grep -qE "^held5 +exclusive +yes +key5 " "$W/ls"'
+    "$DLOCK" ls "${CONN[@]}" hel > "$W/ls2"; "$DLOCK" ls "${CONN[@]}" zzz > "$W/ls3"
+    check "$db: ls NAME-PREFIX filters by prefix" eval 'grep -q "^held5 " "$W/ls2" && ! grep -q "^held5 " "$W/ls3"'
+    "$DLOCK" release "${CONN[@]}" held5 --owner key5; rc=$?
+    check "$db: release NAME --owner KEY frees it (exit 0)" test "$rc" = 0 -a "$(rows held5)" = 0
+    "$DLOCK" release held5 "${CONN[@]}" --owner key5 2> "$W/rel.err"; rc=$?
+    check "$db: a second release exits 1 with a warning" eval 'test "$rc" = 1 && grep -q "not held" "$W/rel.err"'
+    sql "$campaign_sql" > /dev/null
+    v=$("$DLOCK" leader "${CONN[@]}" el); rc=$?
+    check "$db: leader prints the leader's value" test "$rc" = 0 -a "$v" = host-a:1
+    sql "SELECT dlock_release('el', 'somekey')" > /dev/null
+    v=$("$DLOCK" leader "${CONN[@]}" el 2>/dev/null); rc=$?
+    check "$db: leader exits 1 when nobody leads" test "$rc" = 1 -a -z "$v"
+
+    # 6. bad input: usage exit code 64, a message, nothing run, nothing locked
+    bad_run() {
+        local what=$1; shift
+        run "$@" 2> "$W/err6"; rc=$?
+        check "$db: run with $what: exit 64 with a message ($(head -1 "$W/err6"))" \
+            eval 'test "$rc" = 64 && grep -q "^dlock: " "$W/err6"'
+    }
+    bad_run "an unknown option" --bogus x t6 -- touch "$W/ran6"
+    bad_run "no \"--\"" t6 touch "$W/ran6"
+    bad_run "a bad duration" --ttl 5x t6 -- touch "$W/ran6"
+    bad_run "a negative timeout" --timeout=-1 t6 -- touch "$W/ran6"
+    bad_run "an unknown mode" --mode XX t6 -- touch "$W/ran6"
+    run '' -- touch "$W/ran6" 2> "$W/err6"; rc=$?
+    check "$db: run with an empty name: exit 64 ($(head -1 "$W/err6"))" eval 'test "$rc" = 64 && grep -q "empty" "$W/err6"'
+    "$DLOCK" release "${CONN[@]}" t6 2> "$W/err6"; rc=$?
+    check "$db: release without --owner: exit 64" test "$rc" = 64
+    check "$db: bad input ran nothing" test ! -e "$W/ran6"
+    check "$db: nothing is left locked at all" test "$(sql "SELECT COUNT(*) FROM dlock.locks")" = 0
+
+    # 7. signals: SIGTERM while waiting cancels the wait; SIGHUP while running is forwarded
+    hold_sql w7 key7 > /dev/null
+    # not through run(): $! must be dlock itself, not a subshell
+    "$DLOCK" run "${CONN[@]}" w7 -- touch "$W/ran7" 2>> "$W/log" &
+    pid=$!
+    for _ in $(seq 300); do
+        [ "$(sql "SELECT COUNT(*) FROM dlock.locks WHERE name = 'w7' AND NOT granted")" = 1 ] && break
+        sleep 0.1
+    done
+    kill -TERM "$pid"; wait "$pid"; rc=$?
+    sql "SELECT dlock_release('w7', 'key7')" > /dev/null
+    sleep 0.2
+    check "$db: SIGTERM while waiting: exit 143, command not run, request withdrawn" \
+        eval 'test "$rc" = 143 -a ! -e "$W/ran7" -a "$(rows w7)" = 0'
+    "$DLOCK" run "${CONN[@]}" f7 -- sh -c 'trap "echo HUP > \"\$1\"; kill \$! 2>/dev/null; exit 3" HUP; sleep 60 > /dev/null 2>&1 & echo $! > "$1.pid"; wait' sh "$W/hup7" &
+    pid=$!
+    wait_for "$W/hup7.pid"
+    kill -HUP "$pid"; wait "$pid"; rc=$?
+    check "$db: SIGHUP is forwarded to the command (its exit status 3 comes back)" \
+        eval 'test "$rc" = 3 && test -s "$W/hup7" && test "$(rows f7)" = 0'
+
+    # 8. a short outage: every connection of dlock is killed twice while
+    # the command runs; the renewer reconnects, the lease holds
+    "$DLOCK" run "${CONN[@]}" --ttl 3s o8 -- sh -c 'echo x > "$1"; sleep 4' sh "$W/o8" 2>> "$W/log" &
+    pid=$!
+    wait_for "$W/o8"
+    for _ in 1 2; do
+        if [ "$db" = postgresql ]; then
+            sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'dlock'" > /dev/null
+        else
+            for id in $(sql "SELECT id FROM information_schema.PROCESSLIST WHERE user = 'root' AND id <> CONNECTION_ID()"); do
+                sql "KILL CONNECTION $id" > /dev/null
+            done
+        fi
+        sleep 1.5
+    done
+    wait "$pid"; rc=$?
+    check "$db: connections killed twice while the command runs: it completes, exit 0" test "$rc" = 0
+    check "$db: ... and the lock is released after it" test "$(rows o8)" = 0
+done
+
+# through pgbouncer in transaction mode: owner keys need no session
+"$DLOCK" run --dsn "host='$DLOCK_TEST_BOUNCER_HOST' port=$DLOCK_TEST_BOUNCER_PORT user=postgres dbname=postgres" \
+    --ttl 1.5s b1 -- sh -c 'sleep 1.2; exit 5'; rc=$?
+check "postgresql: run through pgbouncer, renewing, passes the exit status" test "$rc" = 5
+
+# a long outage: pgbouncer stopped (SIGSTOP) for longer than the ttl; the
+# renewal hangs, the local deadline stops the command
+bpid=$(cat "$DLOCK_TEST_BOUNCER_HOST/pgbouncer.pid")
+W="$DIR/work bouncer"; mkdir -p "$W"
+"$DLOCK" run --dsn "host='$DLOCK_TEST_BOUNCER_HOST' port=$DLOCK_TEST_BOUNCER_PORT user=postgres dbname=postgres" \
+    --ttl 2s --grace 5s o9 -- sh -c '
+        trap "echo TERM > \"\$1.sig\"; kill \$! 2>/dev/null; exit 0" TERM
+        echo x > "$1"; sleep 60 > /dev/null 2>&1 & wait' sh "$W/o9" 2>> "$W/log" &
+pid=$!
+wait_for "$W/o9"
+t0=$(now)
+kill -STOP "$bpid"
+wait "$pid"; rc=$?; t1=$(now)
+kill -CONT "$bpid"
+el=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+check "postgresql: pgbouncer stopped for good: the command gets SIGTERM, exit 70 after $el s (< ttl + 2 s)" \
+    eval 'test "$rc" = 70 -a -s "$W/o9.sig" && lt "$el" 4'
+
+echo "clients-cli: $passed passed, $failed failed"
+[ "$failed" = 0 ]
