@@ -3,10 +3,7 @@
  *		The MariaDB / MySQL backend of the dlock command (libmariadb).
  *
  * Every statement with a user's value is a prepared statement
- * (mysql_stmt_*) with bound parameters; the only SQL text built here holds
- * a connection id the server gave us (KILL QUERY).  A cancel opens a
- * connection of its own and kills the running query: the MariaDB protocol
- * has no out-of-band cancel.
+ * (mysql_stmt_*) with bound parameters.
  *
  * The DSN is key=value words as in libpq (a value in single quotes may hold
  * spaces; \' and \\ inside them): host, port, user, password, database
@@ -29,7 +26,6 @@ typedef struct MyDb
 	MYSQL	   *conn;
 	DbTarget	target;
 	char	   *dsn;			/* copy for target.dsn */
-	unsigned long thread_id;	/* for KILL QUERY */
 	char		err[1024];
 } MyDb;
 
@@ -242,7 +238,6 @@ my_connect(const DbTarget *t, int timeout_s, char *err, size_t errlen)
 		free(d);
 		return NULL;
 	}
-	d->thread_id = mysql_thread_id(d->conn);
 	return &d->base;
 }
 
@@ -383,11 +378,11 @@ my_acquire(Db *db, const char *name, const char *mode, double timeout,
 	MYSQL_BIND	p[5];
 
 	bind_str(&p[0], name);
-	bind_double(&p[1], timeout < 0 ? NULL : &timeout);
+	bind_double(&p[1], &timeout);
 	bind_double(&p[2], &ttl);
 	bind_str(&p[3], mode);
 	bind_str(&p[4], owner);
-	return token_stmt((MyDb *) db, "SELECT dlock_acquire(?, ?, ?, ?, ?)", p, token);
+	return token_stmt((MyDb *) db, "SELECT dlock_acquire(?, ?, ?, ?, ?, 1)", p, token);
 }
 
 static DbStatus
@@ -437,6 +432,16 @@ my_release(Db *db, const char *name, const char *owner)
 	if (st == DB_OK && v != 1)
 		st = DB_NULL;
 	return st;
+}
+
+static DbStatus
+my_release_all(Db *db, const char *owner)
+{
+	MYSQL_BIND	p[1];
+	long long	v = 0;
+
+	bind_str(&p[0], owner);
+	return token_stmt((MyDb *) db, "SELECT dlock_release_all(?)", p, &v);
 }
 
 static DbStatus
@@ -512,21 +517,6 @@ my_list(Db *db, const char *prefix, LsTable *out)
 	return DB_OK;
 }
 
-static void
-my_cancel(Db *db)
-{
-	MyDb	   *d = (MyDb *) db;
-	char		err[512];
-	char		sql[64];
-	MYSQL	   *c = my_open(&d->target, 5, err, sizeof(err));
-
-	if (c == NULL)
-		return;
-	snprintf(sql, sizeof(sql), "KILL QUERY %lu", d->thread_id);
-	mysql_query(c, sql);
-	mysql_close(c);
-}
-
 const DbOps db_my_ops = {
 	.connect = my_connect,
 	.close = my_close,
@@ -535,8 +525,8 @@ const DbOps db_my_ops = {
 	.try_acquire = my_try_acquire,
 	.renew = my_renew,
 	.release = my_release,
+	.release_all = my_release_all,
 	.leader = my_leader,
 	.list = my_list,
-	.cancel = my_cancel,
 	.pid_column = "conn_id",
 };

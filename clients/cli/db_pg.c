@@ -4,9 +4,7 @@
  *
  * Every statement goes through PQexecParams with the user's values as
  * parameters.  Durations are passed as seconds and turned into intervals
- * by make_interval on the server.  A cancel (db_cancel, from another
- * thread) uses the PGcancel object made at connect time: PQcancel is
- * thread-safe.
+ * by make_interval on the server.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +19,6 @@ typedef struct PgDb
 {
 	Db			base;
 	PGconn	   *conn;
-	PGcancel   *cancel;
 	char		err[1024];
 } PgDb;
 
@@ -94,7 +91,6 @@ pg_connect(const DbTarget *t, int timeout_s, char *err, size_t errlen)
 	/* the command must not inherit the connection */
 	if (PQsocket(d->conn) >= 0)
 		fcntl(PQsocket(d->conn), F_SETFD, FD_CLOEXEC);
-	d->cancel = PQgetCancel(d->conn);
 	return &d->base;
 }
 
@@ -105,8 +101,6 @@ pg_close(Db *db)
 
 	if (d == NULL)
 		return;
-	if (d->cancel)
-		PQfreeCancel(d->cancel);
 	PQfinish(d->conn);
 	free(d);
 }
@@ -194,13 +188,14 @@ pg_acquire(Db *db, const char *name, const char *mode, double timeout,
 	fmt_secs(lbuf, sizeof(lbuf), ttl);
 	p[0] = name;
 	p[1] = mode;
-	p[2] = timeout < 0 ? NULL : tbuf;
+	p[2] = tbuf;
 	p[3] = lbuf;
 	p[4] = owner;
 	return token_result((PgDb *) db,
 						"SELECT dlock_acquire($1, mode => $2,"
 						" timeout => make_interval(secs => $3::float8),"
-						" ttl => make_interval(secs => $4::float8), owner => $5)",
+						" ttl => make_interval(secs => $4::float8), owner => $5,"
+						" keep_place => true)",
 						5, p, token);
 }
 
@@ -259,6 +254,19 @@ pg_release(Db *db, const char *name, const char *owner)
 }
 
 static DbStatus
+pg_release_all(Db *db, const char *owner)
+{
+	const char *p[1] = {owner};
+	PGresult   *r;
+	DbStatus	st;
+
+	st = pg_exec((PgDb *) db, "SELECT dlock_release_all(owner => $1)", 1, p, &r);
+	if (st == DB_OK)
+		PQclear(r);
+	return st;
+}
+
+static DbStatus
 pg_leader(Db *db, const char *name, char **value)
 {
 	const char *p[1] = {name};
@@ -305,16 +313,6 @@ pg_list(Db *db, const char *prefix, LsTable *out)
 	return DB_OK;
 }
 
-static void
-pg_cancel(Db *db)
-{
-	PgDb	   *d = (PgDb *) db;
-	char		buf[256];
-
-	if (d->cancel)
-		PQcancel(d->cancel, buf, sizeof(buf));
-}
-
 const DbOps db_pg_ops = {
 	.connect = pg_connect,
 	.close = pg_close,
@@ -323,8 +321,8 @@ const DbOps db_pg_ops = {
 	.try_acquire = pg_try_acquire,
 	.renew = pg_renew,
 	.release = pg_release,
+	.release_all = pg_release_all,
 	.leader = pg_leader,
 	.list = pg_list,
-	.cancel = pg_cancel,
 	.pid_column = "pid",
 };

@@ -8,9 +8,7 @@
  *		cmd_run					dlock run (run.c)
  *		parse_duration, new_owner_key, now_mono, die_usage	(util.c)
  *
- * A Db is used by one thread at a time, except db_cancel, which another
- * thread may call while a statement runs (PQcancel; KILL QUERY from a
- * connection of its own).
+ * A Db is used by one thread at a time.
  */
 #ifndef DLOCK_CLI_H
 #define DLOCK_CLI_H
@@ -44,7 +42,8 @@ typedef enum DbStatus
 	DB_NULL,					/* answered SQL NULL (or false, 0): not granted,
 								 * not held, nobody leads */
 	DB_LOST,					/* DL001: the owner does not hold the lock */
-	DB_CANCELED,				/* the statement was cancelled (db_cancel) */
+	DB_CANCELED,				/* the statement was cancelled (statement_timeout,
+								 * KILL QUERY) */
 	DB_CONN,					/* the connection failed or broke */
 	DB_ERROR					/* any other error of the server */
 } DbStatus;
@@ -65,7 +64,7 @@ typedef struct DbOps
 	Db		   *(*connect) (const DbTarget *t, int timeout_s, char *err, size_t errlen);
 	void		(*close) (Db *db);
 	const char *(*error) (Db *db);
-	/* timeout < 0: wait until granted */
+	/* one call of a wait: at most timeout seconds, the place kept after it */
 	DbStatus	(*acquire) (Db *db, const char *name, const char *mode,
 							double timeout, double ttl, const char *owner,
 							long long *token);
@@ -73,9 +72,10 @@ typedef struct DbOps
 								double ttl, const char *owner, long long *token);
 	DbStatus	(*renew) (Db *db, const char *name, double ttl, const char *owner);
 	DbStatus	(*release) (Db *db, const char *name, const char *owner);
+	/* everything of the key: grants, waiting calls and kept places */
+	DbStatus	(*release_all) (Db *db, const char *owner);
 	DbStatus	(*leader) (Db *db, const char *name, char **value);
 	DbStatus	(*list) (Db *db, const char *prefix, LsTable *out);
-	void		(*cancel) (Db *db);
 	const char *pid_column;		/* header of the session column in ls */
 } DbOps;
 

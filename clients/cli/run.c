@@ -7,8 +7,8 @@
  * database.  It sleeps in poll() on a signalfd (SIGCHLD and the signals it
  * forwards) and an eventfd, with a timeout that is the next local
  * deadline.  Blocking
- * statements run in other threads: the acquire in an acquirer thread (so
- * a signal can cancel it), the renewals in a renewer thread with its own
+ * statements run in other threads: the wait in an acquirer thread (so a
+ * signal is seen while it waits), the renewals in a renewer thread with its own
  * connection (so a slow renewal never delays reaping the command, and a
  * hung one never keeps the command alive past the lease), and the final
  * release in a thread of its own, waited for at most a ttl.
@@ -29,6 +29,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +42,16 @@
 
 #include "dlock.h"
 
-/* Between tries of a failed renewal (doubling) and of a cancel. */
+/* Between tries of a failed renewal (doubling). */
 #define RETRY_MIN_S		0.1
 #define RETRY_MAX_S		1.0
-#define CANCEL_AGAIN_S	1.0
+/*
+ * The longest single call of a wait: the wait is a loop of such calls
+ * that keep the request's place in line between them, so a connection
+ * through a pooler (pgbouncer in transaction mode) is busy for one short
+ * call at a time, and a signal ends the wait within one call.
+ */
+#define WAIT_CALL_S		0.5
 /* How long to wait for the renewer to finish before exiting anyway. */
 #define JOIN_WAIT_S		2
 
@@ -69,7 +76,8 @@ typedef struct AcqJob
 	Db		   *db;
 	const char *owner;
 	int			done_fd;
-	double		sent;
+	atomic_bool stop;			/* main -> acquirer: a signal came, give up */
+	double		sent;			/* the lease counts from here */
 	DbStatus	st;
 	long long	token;
 } AcqJob;
@@ -112,7 +120,6 @@ cmd_run(const RunOpts *o)
 	pthread_t	acq,
 				renewer;
 	int			got_signal = 0;
-	double		last_cancel = 0;
 	pid_t		child;
 	int			status = 0;
 	Shared		sh;
@@ -157,7 +164,7 @@ cmd_run(const RunOpts *o)
 		return EXIT_UNAVAILABLE;
 	}
 
-	/* acquire in a thread, so that a signal can cancel the wait */
+	/* wait in a thread, so that a signal is seen while it waits */
 	memset(&job, 0, sizeof(job));
 	job.o = o;
 	job.db = db;
@@ -172,32 +179,25 @@ cmd_run(const RunOpts *o)
 	{
 		struct pollfd pfd[2] = {{sigfd, POLLIN, 0}, {donefd, POLLIN, 0}};
 		struct signalfd_siginfo si;
-		double		wait = got_signal ? last_cancel + CANCEL_AGAIN_S - now_mono() : -1;
 
-		if (poll(pfd, 2, got_signal ? wait_ms(wait) : -1) < 0 && errno != EINTR)
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
 			break;
 		if (pfd[1].revents & POLLIN)
 			break;
 		while (read(sigfd, &si, sizeof(si)) == sizeof(si))
 			if (si.ssi_signo != SIGCHLD)
+			{
+				/* the acquirer ends after its call and withdraws the request */
 				got_signal = si.ssi_signo;
-
-		/*
-		 * A cancel that reaches the server before the statement does is
-		 * lost, so it is sent again until the wait ends.
-		 */
-		if (got_signal && now_mono() >= last_cancel + CANCEL_AGAIN_S)
-		{
-			ops->cancel(db);
-			last_cancel = now_mono();
-		}
+				atomic_store(&job.stop, true);
+			}
 	}
 	pthread_join(acq, NULL);
 
 	if (job.st == DB_OK && got_signal)
 	{
 		/* granted as we were told to stop: give it back */
-		ops->release(db, o->name, owner);
+		ops->release_all(db, owner);
 	}
 	if (got_signal)
 	{
@@ -461,14 +461,57 @@ acquire_main(void *arg)
 {
 	AcqJob	   *j = arg;
 	const DbOps *ops = j->db->ops;
+	double		end = now_mono() + j->o->timeout;
+	double		prev = 0;
 
-	j->sent = now_mono();
 	if (j->o->timeout == 0)
+	{
+		j->sent = now_mono();
 		j->st = ops->try_acquire(j->db, j->o->name, j->o->mode, j->o->ttl,
 								 j->owner, &j->token);
-	else
-		j->st = ops->acquire(j->db, j->o->name, j->o->mode, j->o->timeout,
-							 j->o->ttl, j->owner, &j->token);
+		notify(j->done_fd);
+		return NULL;
+	}
+	for (;;)
+	{
+		double		sent = now_mono();
+		double		call = WAIT_CALL_S;
+
+		if (atomic_load(&j->stop))
+		{
+			j->st = DB_CANCELED;
+			break;
+		}
+		if (j->o->timeout > 0)
+		{
+			if (end - sent < 0.01)
+			{
+				j->st = DB_NULL;	/* timed out */
+				break;
+			}
+			if (end - sent < call)
+				call = end - sent;
+		}
+		j->st = ops->acquire(j->db, j->o->name, j->o->mode, call, j->o->ttl,
+							 j->owner, &j->token);
+		if (j->st != DB_NULL)
+		{
+			/*
+			 * A place granted between two calls started its lease after the
+			 * earlier call was sent: count from there.
+			 */
+			j->sent = prev > 0 ? prev : sent;
+			break;
+		}
+		prev = sent;
+	}
+
+	/*
+	 * Whatever ended the wait but a grant: no kept place may stay in line.
+	 * The key is ours alone, so dlock_release_all takes everything of it.
+	 */
+	if (j->st != DB_OK)
+		(void) ops->release_all(j->db, j->owner);
 	notify(j->done_fd);
 	return NULL;
 }

@@ -142,6 +142,23 @@ for db in postgresql mariadb; do
         fail "$db: SIGKILL after grace: the command never started"
     fi
 
+    # after a loss, leaving never frees the next holder's lock: the lock is
+    # taken by another key while the lost command still runs out its grace
+    run --ttl 3s --grace 2s t3c -- sh -c '
+        echo "$DLOCK_OWNER" > "$1"; trap "" TERM; exec sleep 60' sh "$W/owner3c" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/owner3c"; then
+        sql "SELECT dlock_release('t3c', '$(cat "$W/owner3c")')" > /dev/null
+        hold_sql t3c next3c > /dev/null
+        wait "$pid"; rc=$?
+        check "$db: after a loss, dlock run leaves the next holder's lock alone (exit $rc)" \
+            eval 'test "$rc" = 70 && test "$(sql "SELECT COUNT(*) FROM dlock.locks WHERE name = '"'t3c'"' AND owner = '"'next3c'"'")" = 1'
+        sql "SELECT dlock_release('t3c', 'next3c')" > /dev/null
+    else
+        kill "$pid"; wait "$pid"
+        fail "$db: the next holder's lock: the command never started"
+    fi
+
     # 4. a hundred at once: never two inside, tokens in order of entry
     cs='if mkdir "$1/cs" 2>/dev/null; then
             echo "$DLOCK_TOKEN" >> "$1/tokens"; sleep 0.01; rmdir "$1/cs"
@@ -256,6 +273,23 @@ done
 "$DLOCK" run --dsn "host='$DLOCK_TEST_BOUNCER_HOST' port=$DLOCK_TEST_BOUNCER_PORT user=postgres dbname=postgres" \
     --ttl 1.5s b1 -- sh -c 'sleep 1.2; exit 5'; rc=$?
 check "postgresql: run through pgbouncer, renewing, passes the exit status" test "$rc" = 5
+
+# more waiters than pgbouncer's 2 server connections: the waits are short
+# calls that keep their place, so the holder's renewals and release get a
+# connection (blocking waits would pin both and stall until a timeout)
+WB="$DIR/work crowd"; mkdir -p "$WB"
+t0=$(now)
+for i in $(seq 6); do
+    "$DLOCK" run --dsn "host='$DLOCK_TEST_BOUNCER_HOST' port=$DLOCK_TEST_BOUNCER_PORT user=postgres dbname=postgres" \
+        --timeout 60s --ttl 3s b2 -- sh -c '
+            mkdir "$1/inside" 2>/dev/null || { touch "$1/overlap"; exit 1; }
+            echo "$DLOCK_TOKEN" >> "$1/tokens"; sleep 1.2; rmdir "$1/inside"' sh "$WB" 2>> "$WB/log" &
+done
+nbad=0
+for p in $(jobs -p); do wait "$p" || nbad=$((nbad + 1)); done
+el=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+check "postgresql: 6 runs through pgbouncer with 2 server connections: all ran, one at a time, in $el s" \
+    eval 'test "$nbad" = 0 -a ! -e "$WB/overlap" && test "$(wc -l < "$WB/tokens")" = 6 && strictly_increasing "$WB/tokens" && lt "$el" 40'
 
 # a long outage: pgbouncer stopped (SIGSTOP) for longer than the ttl; the
 # renewal hangs, the local deadline stops the command

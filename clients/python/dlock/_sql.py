@@ -7,6 +7,17 @@ placeholders); nothing of a caller's input is ever put into SQL text.
 LOST_SQLSTATE = "DL001"
 
 
+def common_sql(op, a):
+    """The calls written alike on both databases (positional arguments)."""
+    if op == "release":
+        return "SELECT dlock_release(%s, %s)", (a["name"], a["owner"])
+    if op == "release_all":
+        return "SELECT dlock_release_all(%s)", (a["owner"],)
+    if op == "proclaim":
+        return "SELECT dlock_proclaim(%s, %s, %s)", (a["name"], a["value"], a["owner"])
+    raise ValueError(op)
+
+
 class Postgres:
     """dlock's functions in pg_catalog, with named arguments."""
 
@@ -35,15 +46,9 @@ class Postgres:
                     (a["name"], a["value"], a["timeout"], a["ttl"], a["owner"], a["keep_place"]))
         if op == "renew":
             return ("SELECT dlock_renew(%s, " + iv + ", %s)", (a["name"], a["ttl"], a["owner"]))
-        if op == "release":
-            return "SELECT dlock_release(%s, %s)", (a["name"], a["owner"])
-        if op == "release_all":
-            return "SELECT dlock_release_all(%s)", (a["owner"],)
-        if op == "proclaim":
-            return "SELECT dlock_proclaim(%s, %s, %s)", (a["name"], a["value"], a["owner"])
         if op == "leader":
             return "SELECT value, token FROM dlock_leader(%s)", (a["name"],)
-        raise ValueError(op)
+        return common_sql(op, a)
 
     def is_lost(self, exc):
         code = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
@@ -78,15 +83,9 @@ class MySQL:
                     (a["name"], a["value"], a["timeout"], a["ttl"], a["owner"], int(a["keep_place"])))
         if op == "renew":
             return "SELECT dlock_renew(%s, %s, %s)", (a["name"], a["ttl"], a["owner"])
-        if op == "release":
-            return "SELECT dlock_release(%s, %s)", (a["name"], a["owner"])
-        if op == "release_all":
-            return "SELECT dlock_release_all(%s)", (a["owner"],)
-        if op == "proclaim":
-            return "SELECT dlock_proclaim(%s, %s, %s)", (a["name"], a["value"], a["owner"])
         if op == "leader":
             return "SELECT dlock_leader(%s), NULL", (a["name"],)
-        raise ValueError(op)
+        return common_sql(op, a)
 
     @staticmethod
     def _errno(exc):
