@@ -43,6 +43,7 @@ struct DLockManager
 	DLmHeap		leases;
 	DLmWaiter **waiting;		/* per requester: its request's first part */
 	DLmList		young;			/* DLmWaiter.young_link: no row yet, by since */
+	int64_t		nkept;			/* on the kept list */
 	DLmList		kept;			/* DLmWaiter.kept_link: kept places no call
 								 * waits for, by kept_until (14) */
 
@@ -74,6 +75,18 @@ struct DLockManager
 	int64_t		tokens[DLOCK_MAX_MULTI];
 	DLmLock   **part_locks;		/* MAX_PARTS: a request's intention parts */
 	int		   *part_modes;
+
+	/* statistics: the answers pass through count_answer on their way */
+	DLmStats	stats;
+	DLmAnswerFn answer_fn;		/* the caller's */
+	void	   *answer_arg;
+	struct Ask
+	{
+		uint8_t		op;			/* the requester's last request */
+		bool		queued;		/* answered QUEUED, not yet ended */
+		DLockTime	queued_at;
+	}		   *asks;			/* per requester */
+	DLockTime	now;			/* the current event's */
 };
 
 /* ---------------------------------------------------------------------
@@ -626,6 +639,108 @@ recheck_later(DLockManager *m, DLmOwner *o)
  * Answers
  * --------------------------------------------------------------------- */
 
+const int64_t dlm_wait_bounds_us[DLM_WAIT_BUCKETS - 1] = {
+	1000, 5000, 10000, 50000, 100000, 500000, 1000000, 5000000, 10000000, 60000000
+};
+
+/* Every answer passes here: the statistics, then the caller's callback. */
+static void
+count_answer(void *arg, int requester, const DLmAnswer *a)
+{
+	DLockManager *m = arg;
+	DLmStats   *st = &m->stats;
+	struct Ask *k;
+	bool		was_queued;
+
+	if (requester < 0 || requester >= m->cfg.nrequesters)
+	{
+		m->answer_fn(m->answer_arg, requester, a);
+		return;
+	}
+	k = &m->asks[requester];
+	was_queued = k->queued;
+
+	switch (a->status)
+	{
+		case DLOCK_STATUS_QUEUED:
+			if (!was_queued)
+			{
+				k->queued = true;
+				k->queued_at = m->now;
+				st->waits++;
+			}
+			break;
+		case DLOCK_STATUS_GRANTED:
+			st->grants++;
+			if (k->op == DLOCK_OP_CONVERT)
+				st->conversions++;
+			if (was_queued)
+			{
+				int64_t		us = m->now - k->queued_at;
+				int			b = 0;
+
+				if (us < 0)
+					us = 0;
+				while (b < DLM_WAIT_BUCKETS - 1 && us > dlm_wait_bounds_us[b])
+					b++;
+				st->wait_buckets[b]++;
+				st->wait_us_sum += us;
+			}
+			else
+				st->grants_immediate++;
+			break;
+		case DLOCK_STATUS_CANCELED:
+		case DLOCK_STATUS_WITHDRAWN:
+			if (was_queued)
+				st->withdrawn++;
+			break;
+		case DLOCK_STATUS_KEPT:
+			if (was_queued)
+				st->kept++;
+			break;
+		case DLOCK_STATUS_DEADLOCK:
+			st->deadlocks++;
+			break;
+		case DLOCK_STATUS_REFUSED:
+			st->refused++;
+			break;
+		case DLOCK_STATUS_ERROR:
+			st->errors++;
+			break;
+		case DLOCK_STATUS_RELEASED:
+			st->releases++;
+			break;
+		case DLOCK_STATUS_RENEWED:
+			st->renewals++;
+			break;
+		default:
+			break;
+	}
+	if (a->status != DLOCK_STATUS_QUEUED)
+		k->queued = false;
+	m->answer_fn(m->answer_arg, requester, a);
+}
+
+const DLmStats *
+dlm_stats(const DLockManager *m)
+{
+	return &m->stats;
+}
+
+void
+dlm_stats_reset(DLockManager *m)
+{
+	memset(&m->stats, 0, sizeof(m->stats));
+}
+
+void
+dlm_sizes(const DLockManager *m, int64_t *holders, int64_t *waiting, int64_t *kept)
+{
+	*holders = (int64_t) m->pairs.count;
+	*waiting = m->nwaiters;
+	*kept = m->nkept;
+}
+
 static void
 answer(DLockManager *m, int requester, DLockStatus status, int64_t token,
 	   DLockTime expires_at, int32_t count)
@@ -748,7 +863,10 @@ waiter_remove(DLockManager *m, DLmWaiter *w)
 	if (w->young_link.next)
 		dlm_list_delete(&w->young_link);	/* never stored: no row to delete */
 	if (w->kept_link.next)
+	{
 		dlm_list_delete(&w->kept_link);
+		m->nkept--;
+	}
 	w->p.dead = true;
 	touch_waiter(m, w);
 	note_empty_lock(m, w->lock);
@@ -1623,6 +1741,7 @@ kept_insert(DLockManager *m, DLmWaiter *first)
 	while (at && DLM_CONTAINER(DLmWaiter, kept_link, at)->kept_until > first->kept_until)
 		at = dlm_list_prev(&m->kept, at);
 	dlm_list_insert_after(at ? at : &m->kept.head, &first->kept_link);
+	m->nkept++;
 }
 
 /*
@@ -1682,6 +1801,7 @@ static void
 resume(DLockManager *m, const DLmRequest *r, DLmWaiter *first)
 {
 	dlm_list_delete(&first->kept_link);
+	m->nkept--;
 	for (int i = 0; i < request_nparts(first); i++)
 	{
 		DLmWaiter  *w = request_part(first, i);
@@ -2301,6 +2421,13 @@ dlm_request(DLockManager *m, const DLmRequest *r, DLockTime now)
 
 	if (r == NULL)
 		return DLM_ERR_BAD_REQUEST;
+	m->now = now;
+	m->stats.requests++;
+	if (r->requester >= 0 && r->requester < m->cfg.nrequesters)
+	{
+		m->asks[r->requester].op = (uint8_t) r->op;
+		m->asks[r->requester].queued = false;
+	}
 	if ((err = check_request(m, r)) != DLM_OK)
 	{
 		if (r->requester >= 0 && r->requester < m->cfg.nrequesters)
@@ -2417,6 +2544,7 @@ dlm_withdraw(DLockManager *m, const int *requesters, int n, DLockTime now)
 {
 	if (m->broken || requesters == NULL)
 		return;
+	m->now = now;
 	for (int i = 0; i < n; i++)
 	{
 		int			q = requesters[i];
@@ -2446,6 +2574,9 @@ dlm_session_end(DLockManager *m, int32_t pid, int64_t session_start, int request
 
 	if (m->broken)
 		return;
+	m->now = now;
+	if (requester >= 0 && requester < m->cfg.nrequesters && m->asks[requester].queued)
+		m->asks[requester].queued = false;	/* the wait ends with the session */
 	if (requester >= 0 && requester < m->cfg.nrequesters && m->waiting[requester])
 	{
 		if (m->waiting[requester]->keep)
@@ -2454,6 +2585,8 @@ dlm_session_end(DLockManager *m, int32_t pid, int64_t session_start, int request
 			request_remove(m, m->waiting[requester]);
 	}
 	o = owner_find(m, NULL, pid, session_start);
+	if (o || (requester >= 0 && requester < m->cfg.nrequesters && m->waiting[requester]))
+		m->stats.session_cleanups++;
 	if (o)
 		(void) end_owner(m, o, requester);
 	drain(m, now);
@@ -2464,6 +2597,7 @@ dlm_expire(DLockManager *m, DLockTime now, int max)
 {
 	int			n = 0;
 
+	m->now = now;
 	while (n < max && !m->broken)
 	{
 		DLmHolder  *h = dlm_heap_first(&m->leases);
@@ -2471,7 +2605,10 @@ dlm_expire(DLockManager *m, DLockTime now, int max)
 
 		/* leases and kept places, soonest first; a lease first on a tie */
 		if (h && h->expires_at <= now && (w == NULL || h->expires_at <= w->kept_until))
+		{
 			release_last(m, h, now);
+			m->stats.expiries++;
+		}
 		else if (w && w->kept_until <= now)
 			request_remove(m, w);	/* 14.6 */
 		else
@@ -2707,6 +2844,10 @@ dlm_create(const DLmConfig *config)
 		return NULL;
 	memset(m, 0, sizeof(DLockManager));
 	m->cfg = *config;
+	m->answer_fn = config->answer;
+	m->answer_arg = config->answer_arg;
+	m->cfg.answer = count_answer;
+	m->cfg.answer_arg = m;
 	m->mem.alloc = mem_alloc;
 	m->mem.free = mem_free;
 	m->mem.arg = m;
@@ -2719,6 +2860,7 @@ dlm_create(const DLmConfig *config)
 		!dlm_hash_init(&m->pairs, &m->mem, 1024) ||
 		!dlm_hash_init(&m->roles, &m->mem, 16) ||
 		(m->waiting = alloc0(m, sizeof(DLmWaiter *) * (config->nrequesters + 1))) == NULL ||
+		(m->asks = alloc0(m, sizeof(struct Ask) * (config->nrequesters + 1))) == NULL ||
 		(m->part_locks = alloc0(m, sizeof(DLmLock *) * MAX_PARTS)) == NULL ||
 		(m->part_modes = alloc0(m, sizeof(int) * MAX_PARTS)) == NULL)
 	{

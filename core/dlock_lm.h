@@ -378,6 +378,43 @@ struct DLmWaiter
 
 typedef struct DLockManager DLockManager;
 
+/*
+ * Statistics (counted from the answers and the events, since the start or
+ * the last dlm_stats_reset).  A wait is a request answered QUEUED; it ends
+ * granted, withdrawn, kept, refused by a deadlock or by an error.  The
+ * wait-time histogram counts the granted waits by their length, bucket i
+ * for waits up to dlm_wait_bounds_us[i] (the last: longer ones).
+ */
+#define DLM_WAIT_BUCKETS 11
+extern const int64_t dlm_wait_bounds_us[DLM_WAIT_BUCKETS - 1];
+
+typedef struct DLmStats
+{
+	int64_t		requests;		/* every dlm_request */
+	int64_t		grants;			/* requests answered GRANTED */
+	int64_t		grants_immediate;	/* ... without queueing first */
+	int64_t		waits;			/* requests that queued */
+	int64_t		withdrawn;		/* waits given up (the requester's withdrawal,
+								 * another connection's release_all) */
+	int64_t		kept;			/* waits that ended keeping their place */
+	int64_t		deadlocks;
+	int64_t		refused;		/* try-requests not granted */
+	int64_t		errors;			/* requests answered with an error */
+	int64_t		releases;		/* release calls that released */
+	int64_t		renewals;
+	int64_t		conversions;	/* conversions granted */
+	int64_t		expiries;		/* leases that ran out */
+	int64_t		session_cleanups;	/* ended sessions that held or waited */
+	int64_t		wait_us_sum;	/* the granted waits' time */
+	int64_t		wait_buckets[DLM_WAIT_BUCKETS];
+} DLmStats;
+
+extern const DLmStats *dlm_stats(const DLockManager *m);
+extern void dlm_stats_reset(DLockManager *m);
+/* Holders, waiting parts and kept places in the picture now. */
+extern void dlm_sizes(const DLockManager *m, int64_t *holders, int64_t *waiting,
+					  int64_t *kept);
+
 /* NULL if the allocator failed. */
 extern DLockManager *dlm_create(const DLmConfig *config);
 /*

@@ -4359,6 +4359,67 @@ static int	tests_failed;
 		} \
 	} while (0)
 
+/* 18: the statistics count a scripted run exactly. */
+static void
+test_stats(void)
+{
+	static const char *const u[] = {"s", "t", "d"};
+	const DLmStats *st;
+	int64_t		holders,
+				waiting,
+				kept;
+
+	setup(8, 1000000, 1);
+	use(u, 3);
+	NOW = 1000;
+	acq(0, NULL, "s", EX, 0);	/* immediate */
+	acq(1, NULL, "s", EX, 0);	/* waits 3 ms */
+	acq(2, NULL, "s", EX, 0);	/* waits, withdrawn */
+	try_acq(3, NULL, "s", EX, 0);	/* refused */
+	acq(4, "K", "t", PR, 1000);	/* a lease: renewed, converted, expires */
+	dlm_sizes(M, &holders, &waiting, &kept);
+	CHECK_EQ(holders, 2);
+	CHECK_EQ(waiting, 2);
+	CHECK_EQ(kept, 0);
+	NOW = 4000;
+	rel(0, NULL, "s");			/* grants 1 after 3 ms */
+	CHECK_ST(1, GRANTED);
+	withdraw((int[]) {2}, 1);
+	CHECK_ST(2, CANCELED);
+	renew(4, "K", "t", 1000, 0);
+	CHECK_ST(4, RENEWED);
+	conv(4, "K", "t", EX);
+	CHECK_ST(4, GRANTED);
+	acq_keep(5, "Q", "s", EX, 100000);	/* waits, then kept */
+	withdraw((int[]) {5}, 1);
+	CHECK_ST(5, KEPT);
+	dlm_sizes(M, &holders, &waiting, &kept);
+	CHECK_EQ(kept, 1);
+	NOW = 10000;
+	expire(10);					/* t's lease */
+	session_end(1, 1);			/* held s */
+	st = dlm_stats(M);
+	CHECK_EQ(st->grants, 4);	/* 0, 4 (acquire), 1 (waited), 4 (conversion) */
+	CHECK_EQ(st->grants_immediate, 3);
+	CHECK_EQ(st->waits, 3);
+	CHECK_EQ(st->withdrawn, 1);
+	CHECK_EQ(st->kept, 1);
+	CHECK_EQ(st->refused, 1);
+	CHECK_EQ(st->releases, 1);
+	CHECK_EQ(st->renewals, 1);
+	CHECK_EQ(st->conversions, 1);
+	CHECK_EQ(st->expiries, 1);
+	CHECK_EQ(st->session_cleanups, 1);
+	CHECK_EQ(st->deadlocks, 0);
+	CHECK_EQ(st->wait_us_sum, 3000);
+	CHECK_EQ(st->wait_buckets[1], 1);	/* 3 ms: up to 5 ms */
+	CHECK_EQ(st->requests, 9);
+	dlm_stats_reset(M);
+	CHECK_EQ(dlm_stats(M)->grants, 0);
+	CHECK_EQ(dlm_stats(M)->wait_buckets[1], 0);
+	teardown();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -4366,6 +4427,7 @@ main(int argc, char **argv)
 
 	(void) argv;
 	RUN(test_basic);
+	RUN(test_stats);
 	RUN(test_fifo);
 	RUN(test_owner_role);
 	RUN(test_conversion_frees_earlier);

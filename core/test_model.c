@@ -233,6 +233,8 @@ typedef struct Run
 	int			category;		/* of the first mismatch */
 	bool		born_grantable[NREQ];	/* grantable (6) when it queued */
 	long		events;
+	long		by_status[16];	/* this run's answers, for dlm_stats */
+	long		expired;		/* leases and kept places run out */
 } Run;
 
 enum
@@ -389,11 +391,41 @@ run_init(Run *run, const uint64_t hash_seed[2])
 	model_set_limits(run->model, max_objects, max_parts);
 }
 
+/* The manager's statistics agree with the answers it gave (the model's, which match). */
+static void
+check_stats(Run *run)
+{
+	const DLmStats *st = dlm_stats(run->core);
+	const long *n = run->by_status;
+	int64_t		waited = 0;
+
+	for (int b = 0; b < DLM_WAIT_BUCKETS; b++)
+		waited += st->wait_buckets[b];
+	if (st->grants != n[DLOCK_STATUS_GRANTED] || st->deadlocks != n[DLOCK_STATUS_DEADLOCK] ||
+		st->refused != n[DLOCK_STATUS_REFUSED] || st->errors != n[DLOCK_STATUS_ERROR] ||
+		st->releases != n[DLOCK_STATUS_RELEASED] || st->renewals != n[DLOCK_STATUS_RENEWED] ||
+		st->waits > n[DLOCK_STATUS_QUEUED] || st->expiries > run->expired ||
+		st->withdrawn > n[DLOCK_STATUS_CANCELED] + n[DLOCK_STATUS_WITHDRAWN] ||
+		st->kept > n[DLOCK_STATUS_KEPT] || st->grants_immediate > st->grants ||
+		waited != st->grants - st->grants_immediate || waited > st->waits ||
+		st->conversions > st->grants)
+		fail(run, CAT_COUNTER, "dlm_stats disagree with the answers: grants %lld/%ld "
+			 "(immediate %lld, waited %lld), deadlocks %lld/%ld, refused %lld/%ld, errors %lld/%ld, "
+			 "releases %lld/%ld, renewals %lld/%ld, waits %lld <= %ld, expiries %lld <= %ld",
+			 (long long) st->grants, n[DLOCK_STATUS_GRANTED], (long long) st->grants_immediate,
+			 (long long) waited, (long long) st->deadlocks, n[DLOCK_STATUS_DEADLOCK],
+			 (long long) st->refused, n[DLOCK_STATUS_REFUSED], (long long) st->errors,
+			 n[DLOCK_STATUS_ERROR], (long long) st->releases, n[DLOCK_STATUS_RELEASED],
+			 (long long) st->renewals, n[DLOCK_STATUS_RENEWED], (long long) st->waits,
+			 n[DLOCK_STATUS_QUEUED], (long long) st->expiries, run->expired);
+}
+
 static void
 run_done(Run *run)
 {
 	if (run->core)
 	{
+		check_stats(run);
 		dlm_destroy(run->core);
 		if (run->live_bytes != 0 || run->live_blocks != 0)
 			fail(run, CAT_MEMORY, "after dlm_destroy: %ld bytes in %ld blocks not freed",
@@ -1443,11 +1475,15 @@ run_event(Run *run, const Event *e)
 		for (int i = 0; i < nm; i++)
 		{
 			if ((int) ma[i].status >= 0 && (int) ma[i].status < 16)
+			{
 				stats->status[ma[i].status]++;
+				run->by_status[ma[i].status]++;
+			}
 			if (ma[i].ntokens > 1)
 				stats->group_grants++;
 		}
 		stats->expired += me;
+		run->expired += me;
 		model_notified(run->model, &nm);
 		stats->announced += nm;
 	}
