@@ -212,6 +212,7 @@ my_slot(void)
 				slot->session_ended = false;
 				slot->state = DLOCK_SLOT_FREE;
 				slot->cancel = false;
+				slot->cancel_timeout = false;
 			}
 			SpinLockRelease(&slot->mutex);
 			if (!busy)
@@ -421,6 +422,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->ticket = 0;
 	slot->status = DLOCK_STATUS_NONE;
 	slot->cancel = false;
+	slot->cancel_timeout = false;
 	slot->abandoned = false;
 	slot->seq = pg_atomic_fetch_add_u64(&dlock_shared->next_seq, 1);
 	slot->state = DLOCK_SLOT_SUBMITTED;
@@ -458,7 +460,10 @@ withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
 {
 	SpinLockAcquire(&slot->mutex);
 	if (slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED)
+	{
 		slot->cancel = true;
+		slot->cancel_timeout = !undo_grant;	/* (a timeout keeps a late grant) */
+	}
 	SpinLockRelease(&slot->mutex);
 	dlock_wake_worker(MyProc->pgprocno);
 	if (!await_verdict(slot, reply))

@@ -366,6 +366,7 @@ copy_request(DLockSlot *slot, int slotno, Request *r)
 {
 	r->slotno = slotno;
 	r->seq = slot->seq;
+	r->withdraw_timeout = slot->cancel_timeout;
 	r->op = slot->op;
 	r->mode = slot->mode;
 	r->ttl_us = slot->ttl_us;

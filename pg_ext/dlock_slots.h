@@ -32,6 +32,7 @@ typedef struct Request
 	bool		election;		/* a campaign */
 	char	   *value;			/* a campaign's or proclaim's value; NULL: none */
 	bool		withdraw_after; /* withdrawn before it ran: run, then withdraw */
+	bool		withdraw_timeout;	/* withdrawn because its timeout passed */
 	int			pid;
 	TimestampTz session_start;
 	char	  **names;			/* acquire_all: all, sorted */

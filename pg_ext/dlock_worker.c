@@ -45,6 +45,7 @@
 
 #include "dlock_recovery.h"
 #include "dlock_slots.h"
+#include "dlock_stats.h"
 #include "dlock_store.h"
 
 /*
@@ -93,6 +94,7 @@ static bool isolate = false;
 static int	isolated_slot = -1; /* the one taken in this batch, or -1 */
 
 static int	deferred_batches = 0;
+static int	stats_fresh = 0;		/* new requests since the last publish */
 static TimestampTz deferred_since;
 
 /* Leases the next batch may expire (learnt: adapt_expire_limit). */
@@ -128,6 +130,7 @@ dlock_worker_main(Datum main_arg)
 	keep_freed_memory();
 
 	slots_init();
+	dlock_stats_worker_start();
 
 	before_shmem_exit(worker_exit, (Datum) 0);
 	SpinLockAcquire(&dlock_shared->mutex);
@@ -248,6 +251,10 @@ run_batch(void)
 	int			expired;
 	int			rows_due;
 	MemoryContext batch_cxt;
+	bool		wrote = false;
+	TimestampTz write_began;
+	int64		write_us = 0;
+	TimestampTz began;
 
 	isolated_slot = -1;
 	batch_cxt = slots_batch_begin(deferred_batches > 0);
@@ -286,16 +293,22 @@ run_batch(void)
 		}
 		/* rows soon due ride along with this commit rather than need one */
 		(void) dlm_queue_rows_due(lock_manager, now, true);
+		write_began = GetCurrentTimestamp();
 		dlock_store_begin();
 		dlock_store_batch(lock_manager);
 		/* tokens must never go back: the counter is flushed whatever the GUC */
 		dlock_store_commit(dlm_counter_dirty(lock_manager, NULL) ||
 						   (dlm_batch_durable(lock_manager) && dlock_synchronous_commit));
+		write_us = GetCurrentTimestamp() - write_began;
+		wrote = true;
 		MemoryContextSwitchTo(batch_cxt);
 	}
+	began = deferred_batches > 0 ? deferred_since : now;	/* hand-offs wait from here */
 	deferred_batches = 0;
 	dlm_settle(lock_manager);	/* the rows match: what left the picture goes */
 	slots_publish(lock_manager);
+	dlock_stats_batch(lock_manager, stats_fresh, wrote, write_us, began);
+	stats_fresh = 0;
 	adapt_expire_limit(expired, now);
 	MemoryContextSwitchTo(TopMemoryContext);
 	pgstat_report_stat(false);
@@ -316,11 +329,13 @@ decide(List *ended, List *withdrawn, List *fresh, TimestampTz now)
 	ListCell   *lc;
 	int			expired;
 
+	stats_fresh += list_length(fresh);
 	if (withdrawn != NIL)
 	{
 		int		   *slots = palloc(sizeof(int) * list_length(withdrawn));
 		int			n = 0;
 
+		dlock_stats_withdrawals(lock_manager, withdrawn);
 		foreach(lc, withdrawn)
 			slots[n++] = ((Request *) lfirst(lc))->slotno;
 		dlm_withdraw(lock_manager, slots, n, now);

@@ -389,6 +389,63 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION dlock_holder(text) IS
     'who holds a lock: mode, owner key (shown as in dlock.locks), pid, token, count, lease end';
 
+-- Statistics (README: Monitoring): counted by the lock manager, since the
+-- server's start or the last dlock_stats_reset().
+CREATE FUNCTION dlock_stats(
+    OUT since timestamptz,
+    OUT requests bigint,
+    OUT grants bigint,
+    OUT grants_immediate bigint,
+    OUT waits bigint,
+    OUT timeouts bigint,
+    OUT cancels bigint,
+    OUT kept bigint,
+    OUT deadlocks bigint,
+    OUT refused bigint,
+    OUT errors bigint,
+    OUT lease_expiries bigint,
+    OUT renewals bigint,
+    OUT releases bigint,
+    OUT conversions bigint,
+    OUT session_cleanups bigint,
+    OUT holders bigint,
+    OUT waiters bigint,
+    OUT kept_places bigint,
+    OUT batches bigint,
+    OUT commits bigint,
+    OUT mean_batch_size double precision,
+    OUT commit_seconds double precision,
+    OUT wait_seconds double precision[],
+    OUT wait_seconds_bucket bigint[],
+    OUT wait_seconds_sum double precision,
+    OUT wait_seconds_count bigint,
+    OUT handoff_seconds double precision[],
+    OUT handoff_seconds_bucket bigint[],
+    OUT handoff_seconds_sum double precision,
+    OUT handoff_seconds_count bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'dlock_stats'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION dlock_stats() IS
+    'the lock manager''s counters since the start or the last dlock_stats_reset(), the holders and waiters now, wait and hand-off histograms';
+
+CREATE VIEW dlock.stats AS SELECT * FROM pg_catalog.dlock_stats();
+COMMENT ON VIEW dlock.stats IS
+    'the lock manager''s counters and histograms (one row), as dlock_stats() returns them';
+
+CREATE FUNCTION dlock_stats_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlock_stats_reset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_stats_reset() IS
+    'dlock.stats counts from zero again (dlock_admin)';
+
+REVOKE ALL ON dlock.stats FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dlock_stats(), dlock_stats_reset() FROM PUBLIC;
+GRANT SELECT ON dlock.stats TO dlock_monitor;
+GRANT EXECUTE ON FUNCTION dlock_stats() TO dlock_monitor;
+GRANT EXECUTE ON FUNCTION dlock_stats_reset() TO dlock_admin;
+
 -- Functions are executable by PUBLIC when created: only dlock_user may call these.
 REVOKE EXECUTE ON FUNCTION
     dlock_acquire(text, text, interval, interval, text, boolean),

@@ -1,0 +1,265 @@
+/*-------------------------------------------------------------------------
+ *
+ * dlock_stats.c
+ *		The statistics behind the view dlock.stats: counted by the worker
+ *		(the lock manager's own counters, core/dlock_lm.h, and the worker's
+ *		batches, commits, withdrawals and hand-offs), published to shared
+ *		memory after each batch, read and reset by any backend.
+ *
+ * A reset does not touch the worker: it keeps a copy of the counters as
+ * they are, and the view shows what came since.  So a reset takes effect
+ * at once and the counters only ever grow in shared memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "nodes/pg_list.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/timestamp.h"
+
+#include "dlock.h"
+#include "dlock_slots.h"
+#include "dlock_stats.h"
+
+PG_FUNCTION_INFO_V1(dlock_stats);
+PG_FUNCTION_INFO_V1(dlock_stats_reset);
+
+#define NCOUNTERS ((int) (sizeof(DLockCounters) / sizeof(int64)))
+StaticAssertDecl(sizeof(DLockCounters) % sizeof(int64) == 0,
+				 "DLockCounters must be int64 fields only");
+
+/* The worker's: everything since the server started, and the manager's last. */
+static DLockCounters counted;
+static DLmStats last_core;
+
+/* A new worker goes on from what the one before it published. */
+void
+dlock_stats_worker_start(void)
+{
+	TimestampTz start = GetCurrentTimestamp();
+
+	SpinLockAcquire(&dlock_shared->stats.mutex);
+	counted = dlock_shared->stats.now;
+	if (dlock_shared->stats.since == 0)
+		dlock_shared->stats.since = start;
+	SpinLockRelease(&dlock_shared->stats.mutex);
+	memset(&last_core, 0, sizeof(last_core));
+}
+
+/* Withdrawals of requests still waiting, before the lock manager sees them. */
+void
+dlock_stats_withdrawals(DLockManager *lm, List *withdrawn)
+{
+	ListCell   *lc;
+
+	foreach(lc, withdrawn)
+	{
+		Request    *r = lfirst(lc);
+
+		if (dlm_waiter_of(lm, r->slotno) == NULL)
+			continue;			/* decided already: its answer stands */
+		if (r->withdraw_timeout)
+			counted.timeouts++;
+		else
+			counted.cancels++;
+	}
+}
+
+/*
+ * After a batch was published: its counts, the lock manager's growth since
+ * the last batch (a new manager, after a reload, starts from zero), and
+ * the hand-offs it made, each from the batch's start until now.
+ */
+void
+dlock_stats_batch(DLockManager *lm, int nfresh, bool wrote, int64 write_us,
+				  TimestampTz batch_start)
+{
+	const DLmStats *core = dlm_stats(lm);
+	const int64 *cur = (const int64 *) core;
+	int64	   *prev = (int64 *) &last_core;
+	int64	   *sum = (int64 *) &counted.core;
+	int			n = (int) (sizeof(DLmStats) / sizeof(int64));
+	bool		restarted = false;
+	int64		waited_before = last_core.grants - last_core.grants_immediate;
+	int64		handoffs;
+	int64		holders,
+				waiting,
+				kept;
+
+	for (int i = 0; i < n; i++)
+		if (cur[i] < prev[i])
+			restarted = true;
+	if (restarted)
+		waited_before = 0;
+	for (int i = 0; i < n; i++)
+		sum[i] += cur[i] - (restarted ? 0 : prev[i]);
+	handoffs = (core->grants - core->grants_immediate) - waited_before;
+	last_core = *core;
+
+	counted.batches++;
+	counted.batch_requests += nfresh;
+	if (wrote)
+	{
+		counted.commits++;
+		counted.commit_us += write_us;
+	}
+	if (handoffs > 0)
+	{
+		int64		us = Max(0, GetCurrentTimestamp() - batch_start);
+		int			b = 0;
+
+		while (b < DLM_WAIT_BUCKETS - 1 && us > dlm_wait_bounds_us[b])
+			b++;
+		counted.handoffs += handoffs;
+		counted.handoff_us_sum += handoffs * us;
+		counted.handoff_buckets[b] += handoffs;
+	}
+	dlm_sizes(lm, &holders, &waiting, &kept);
+
+	SpinLockAcquire(&dlock_shared->stats.mutex);
+	dlock_shared->stats.now = counted;
+	dlock_shared->stats.holders = holders;
+	dlock_shared->stats.waiting = waiting;
+	dlock_shared->stats.kept = kept;
+	SpinLockRelease(&dlock_shared->stats.mutex);
+}
+
+/* ---------------------------------------------------------------- SQL */
+
+/* le bounds in seconds, then the cumulative counts up to each (the last: all) */
+static void
+histogram(const int64 *buckets, Datum *bounds, Datum *counts)
+{
+	int64		sum = 0;
+
+	for (int b = 0; b < DLM_WAIT_BUCKETS; b++)
+	{
+		sum += buckets[b];
+		counts[b] = Int64GetDatum(sum);
+		bounds[b] = Float8GetDatum(b < DLM_WAIT_BUCKETS - 1 ?
+								   dlm_wait_bounds_us[b] / 1e6 : get_float8_infinity());
+	}
+}
+
+static Datum
+float8_array(Datum *d)
+{
+	return PointerGetDatum(construct_array(d, DLM_WAIT_BUCKETS, FLOAT8OID, 8,
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+static Datum
+int8_array(Datum *d)
+{
+	return PointerGetDatum(construct_array(d, DLM_WAIT_BUCKETS, INT8OID, 8,
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
+ * dlock_stats()
+ *		One row: the counters since the start or the last reset, the
+ *		picture's sizes now, the histograms as Prometheus wants them.
+ */
+Datum
+dlock_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	DLockCounters now,
+				base;
+	TimestampTz since;
+	int64		holders,
+				waiting,
+				kept;
+	int64	   *c;
+	Datum		values[40];
+	bool		nulls[40] = {0};
+	Datum		bounds[DLM_WAIT_BUCKETS],
+				counts[DLM_WAIT_BUCKETS];
+	int64		waited;
+	int			i = 0;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "dlock_stats must return a row");
+	if (dlock_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dlock is not loaded"),
+				 errhint("Add dlock to shared_preload_libraries and restart the server.")));
+	SpinLockAcquire(&dlock_shared->stats.mutex);
+	now = dlock_shared->stats.now;
+	base = dlock_shared->stats.base;
+	since = dlock_shared->stats.since;
+	holders = dlock_shared->stats.holders;
+	waiting = dlock_shared->stats.waiting;
+	kept = dlock_shared->stats.kept;
+	SpinLockRelease(&dlock_shared->stats.mutex);
+
+	c = (int64 *) &now;
+	for (int k = 0; k < NCOUNTERS; k++)
+		c[k] -= ((int64 *) &base)[k];
+	waited = now.core.grants - now.core.grants_immediate;
+
+	values[i] = TimestampTzGetDatum(since);
+	nulls[i++] = since == 0;
+	values[i++] = Int64GetDatum(now.core.requests);
+	values[i++] = Int64GetDatum(now.core.grants);
+	values[i++] = Int64GetDatum(now.core.grants_immediate);
+	values[i++] = Int64GetDatum(now.core.waits);
+	values[i++] = Int64GetDatum(now.timeouts);
+	values[i++] = Int64GetDatum(now.cancels);
+	values[i++] = Int64GetDatum(now.core.kept);
+	values[i++] = Int64GetDatum(now.core.deadlocks);
+	values[i++] = Int64GetDatum(now.core.refused);
+	values[i++] = Int64GetDatum(now.core.errors);
+	values[i++] = Int64GetDatum(now.core.expiries);
+	values[i++] = Int64GetDatum(now.core.renewals);
+	values[i++] = Int64GetDatum(now.core.releases);
+	values[i++] = Int64GetDatum(now.core.conversions);
+	values[i++] = Int64GetDatum(now.core.session_cleanups);
+	values[i++] = Int64GetDatum(holders);
+	values[i++] = Int64GetDatum(waiting);
+	values[i++] = Int64GetDatum(kept);
+	values[i++] = Int64GetDatum(now.batches);
+	values[i++] = Int64GetDatum(now.commits);
+	values[i] = Float8GetDatum(now.batches > 0 ? (double) now.batch_requests / now.batches : 0);
+	nulls[i++] = now.batches == 0;
+	values[i++] = Float8GetDatum(now.commit_us / 1e6);
+	histogram(now.core.wait_buckets, bounds, counts);
+	values[i++] = float8_array(bounds);
+	values[i++] = int8_array(counts);
+	values[i++] = Float8GetDatum(now.core.wait_us_sum / 1e6);
+	values[i++] = Int64GetDatum(waited);
+	histogram(now.handoff_buckets, bounds, counts);
+	values[i++] = float8_array(bounds);
+	values[i++] = int8_array(counts);
+	values[i++] = Float8GetDatum(now.handoff_us_sum / 1e6);
+	values[i++] = Int64GetDatum(now.handoffs);
+	Assert(i == tupdesc->natts);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* dlock_stats_reset(): the counters start again from zero (sizes are not counters). */
+Datum
+dlock_stats_reset(PG_FUNCTION_ARGS)
+{
+	TimestampTz at;
+
+	if (dlock_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dlock is not loaded"),
+				 errhint("Add dlock to shared_preload_libraries and restart the server.")));
+	at = GetCurrentTimestamp();
+	SpinLockAcquire(&dlock_shared->stats.mutex);
+	dlock_shared->stats.base = dlock_shared->stats.now;
+	dlock_shared->stats.since = at;
+	SpinLockRelease(&dlock_shared->stats.mutex);
+	PG_RETURN_VOID();
+}
