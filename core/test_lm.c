@@ -4359,7 +4359,7 @@ static int	tests_failed;
 		} \
 	} while (0)
 
-/* 18: the statistics count a scripted run exactly. */
+/* 17: the statistics count a scripted run exactly. */
 static void
 test_stats(void)
 {

@@ -101,6 +101,11 @@ section "pgbouncer: 24 pooled clients with keep_place through a transaction-mode
 regress/pgbouncer/run.sh > "$DIR/pgbouncer.log" 2>&1; rc=$?
 cat "$DIR/pgbouncer.log"; record_from pgbouncer "$DIR/pgbouncer.log" $rc
 
+section "monitoring: dlock.stats through a real prometheus-postgres-exporter on loopback"
+{ scripts/deps.sh prometheus-postgres-exporter >/dev/null &&
+  /usr/bin/python3 regress/exporter/run.py; } > "$DIR/exporter.log" 2>&1; rc=$?
+cat "$DIR/exporter.log"; record_from exporter "$DIR/exporter.log" $rc
+
 if [ -x regress/mysql/run.sh ]; then
     section "MySQL/MariaDB plugin"
     regress/mysql/run.sh > "$DIR/mysql.log" 2>&1; rc=$?

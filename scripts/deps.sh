@@ -16,6 +16,15 @@ if [ ${#need[@]} -gt 0 ]; then
     if command -v pg_lsclusters >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q '^15 main'; then
         pg_ctlcluster 15 main stop 2>/dev/null || true
     fi
+    # nor the packaged exporter (it would listen on every address):
+    # regress/exporter starts its own on loopback
+    if [[ " ${need[*]} " == *" prometheus-postgres-exporter "* ]]; then
+        if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+            systemctl stop prometheus-postgres-exporter 2>/dev/null || true
+        elif [ -x /etc/init.d/prometheus-postgres-exporter ]; then
+            /etc/init.d/prometheus-postgres-exporter stop >/dev/null 2>&1 || true
+        fi
+    fi
     # nor the packaged pgbouncer: regress/pgbouncer starts its own
     if [[ " ${need[*]} " == *" pgbouncer "* ]] && [ -x /etc/init.d/pgbouncer ]; then
         if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
