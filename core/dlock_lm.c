@@ -734,6 +734,46 @@ dlm_stats_reset(DLockManager *m)
 }
 
 void
+dlm_counters_batch(DLmCounters *c, const DLockManager *m, int nfresh, bool wrote,
+				   int64_t write_us, int64_t handoff_us)
+{
+	const int64_t *cur = (const int64_t *) &m->stats;
+	const int64_t *prev = (const int64_t *) &c->last;
+	int64_t    *sum = (int64_t *) &c->core;
+	int			n = (int) (sizeof(DLmStats) / sizeof(int64_t));
+	bool		fresh_manager = false;
+	int64_t		handoffs;
+
+	for (int i = 0; i < n; i++)
+		if (cur[i] < prev[i])
+			fresh_manager = true;	/* a new manager counts from zero */
+	for (int i = 0; i < n; i++)
+		sum[i] += cur[i] - (fresh_manager ? 0 : prev[i]);
+	handoffs = (m->stats.grants - m->stats.grants_immediate) -
+		(fresh_manager ? 0 : c->last.grants - c->last.grants_immediate);
+	c->last = m->stats;
+	c->batches++;
+	c->batch_requests += nfresh;
+	if (wrote)
+	{
+		c->commits++;
+		c->commit_us += write_us;
+	}
+	if (handoffs > 0)
+	{
+		int			b = 0;
+
+		if (handoff_us < 0)
+			handoff_us = 0;
+		while (b < DLM_WAIT_BUCKETS - 1 && handoff_us > dlm_wait_bounds_us[b])
+			b++;
+		c->handoffs += handoffs;
+		c->handoff_us_sum += handoffs * handoff_us;
+		c->handoff_buckets[b] += handoffs;
+	}
+}
+
+void
 dlm_sizes(const DLockManager *m, int64_t *holders, int64_t *waiting, int64_t *kept)
 {
 	*holders = (int64_t) m->pairs.count;

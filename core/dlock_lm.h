@@ -411,6 +411,34 @@ typedef struct DLmStats
 
 extern const DLmStats *dlm_stats(const DLockManager *m);
 extern void dlm_stats_reset(DLockManager *m);
+
+/*
+ * What a database's adapter counts around the lock manager, for its
+ * statistics view: the manager's own, carried across managers (a reload
+ * makes a new one, starting from zero), and the adapter's batches.  Every
+ * field an int64_t, so that copies add and subtract as arrays.
+ */
+typedef struct DLmCounters
+{
+	DLmStats	core;
+	int64_t		timeouts;		/* waits given up by their timeout */
+	int64_t		cancels;		/* ... by a cancel, kill or the session's end */
+	int64_t		batches;
+	int64_t		batch_requests; /* new requests in them */
+	int64_t		commits;
+	int64_t		commit_us;		/* time in writing and committing batches */
+	int64_t		handoffs;		/* waiting requests granted */
+	int64_t		handoff_us_sum; /* from their batch's start to the answer */
+	int64_t		handoff_buckets[DLM_WAIT_BUCKETS];
+	DLmStats	last;			/* the manager's as at the last batch */
+} DLmCounters;
+
+/*
+ * After a batch was answered: its requests, whether it wrote (and how long
+ * that took), and its hand-offs, each handoff_us from the batch's start.
+ */
+extern void dlm_counters_batch(DLmCounters *c, const DLockManager *m, int nfresh,
+							   bool wrote, int64_t write_us, int64_t handoff_us);
 /* Holders, waiting parts and kept places in the picture now. */
 extern void dlm_sizes(const DLockManager *m, int64_t *holders, int64_t *waiting,
 					  int64_t *kept);

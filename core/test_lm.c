@@ -4363,14 +4363,14 @@ static int	tests_failed;
 static void
 test_stats(void)
 {
-	static const char *const u[] = {"s", "t", "d"};
+	static const char *const u[] = {"s", "t", "d", "u"};
 	const DLmStats *st;
 	int64_t		holders,
 				waiting,
 				kept;
 
 	setup(8, 1000000, 1);
-	use(u, 3);
+	use(u, 4);
 	NOW = 1000;
 	acq(0, NULL, "s", EX, 0);	/* immediate */
 	acq(1, NULL, "s", EX, 0);	/* waits 3 ms */
@@ -4414,9 +4414,28 @@ test_stats(void)
 	CHECK_EQ(st->wait_us_sum, 3000);
 	CHECK_EQ(st->wait_buckets[1], 1);	/* 3 ms: up to 5 ms */
 	CHECK_EQ(st->requests, 9);
-	dlm_stats_reset(M);
-	CHECK_EQ(dlm_stats(M)->grants, 0);
-	CHECK_EQ(dlm_stats(M)->wait_buckets[1], 0);
+	{
+		DLmCounters c;
+
+		memset(&c, 0, sizeof(c));
+		dlm_counters_batch(&c, M, 3, true, 100, 2000);
+		CHECK_EQ(c.core.grants, 4);
+		CHECK_EQ(c.handoffs, 1);	/* the one waited grant */
+		CHECK_EQ(c.handoff_buckets[1], 1);	/* 2 ms */
+		CHECK_EQ(c.commits, 1);
+		CHECK_EQ(c.commit_us, 100);
+		CHECK_EQ(c.batch_requests, 3);
+		dlm_counters_batch(&c, M, 0, false, 0, 0);
+		CHECK_EQ(c.core.grants, 4);	/* nothing new */
+		CHECK_EQ(c.handoffs, 1);
+		dlm_stats_reset(M);		/* as a new manager after a reload */
+		CHECK_EQ(dlm_stats(M)->grants, 0);
+		CHECK_EQ(dlm_stats(M)->wait_buckets[1], 0);
+		acq(6, NULL, "u", EX, 0);
+		dlm_counters_batch(&c, M, 1, true, 50, 0);
+		CHECK_EQ(c.core.grants, 5);	/* carried on from the old manager */
+		CHECK_EQ(c.batches, 3);
+	}
 	teardown();
 }
 

@@ -115,29 +115,12 @@ typedef struct DLockSlot
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } DLockSlot;
 
-/*
- * The statistics behind dlock.stats (dlock_stats.c): every field an int64,
- * so that they add and subtract as arrays.
- */
-typedef struct DLockCounters
-{
-	DLmStats	core;			/* the lock manager's (core/dlock_lm.h) */
-	int64		timeouts;		/* waits given up by their timeout */
-	int64		cancels;		/* ... by a cancel, terminate or error */
-	int64		batches;
-	int64		batch_requests; /* new requests in them */
-	int64		commits;
-	int64		commit_us;		/* time in writing and committing batches */
-	int64		handoffs;		/* waiting requests granted */
-	int64		handoff_us_sum; /* from their batch's start to the answer */
-	int64		handoff_buckets[DLM_WAIT_BUCKETS];
-} DLockCounters;
-
+/* The statistics behind dlock.stats (dlock_stats.c). */
 typedef struct DLockStatsShared
 {
 	slock_t		mutex;
-	DLockCounters now;			/* since the server started: the worker's */
-	DLockCounters base;			/* as at the last dlock_stats_reset() */
+	DLmCounters now;			/* since the server started: the worker's */
+	DLmCounters base;			/* as at the last dlock_stats_reset() */
 	TimestampTz since;			/* the start or the last reset */
 	int64		holders;		/* in the picture after the last batch */
 	int64		waiting;

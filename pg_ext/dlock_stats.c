@@ -31,13 +31,12 @@
 PG_FUNCTION_INFO_V1(dlock_stats);
 PG_FUNCTION_INFO_V1(dlock_stats_reset);
 
-#define NCOUNTERS ((int) (sizeof(DLockCounters) / sizeof(int64)))
-StaticAssertDecl(sizeof(DLockCounters) % sizeof(int64) == 0,
-				 "DLockCounters must be int64 fields only");
+#define NCOUNTERS ((int) (sizeof(DLmCounters) / sizeof(int64)))
+StaticAssertDecl(sizeof(DLmCounters) % sizeof(int64) == 0,
+				 "DLmCounters must be int64 fields only");
 
-/* The worker's: everything since the server started, and the manager's last. */
-static DLockCounters counted;
-static DLmStats last_core;
+/* The worker's: everything since the server started. */
+static DLmCounters counted;
 
 /* A new worker goes on from what the one before it published. */
 void
@@ -50,7 +49,7 @@ dlock_stats_worker_start(void)
 	if (dlock_shared->stats.since == 0)
 		dlock_shared->stats.since = start;
 	SpinLockRelease(&dlock_shared->stats.mutex);
-	memset(&last_core, 0, sizeof(last_core));
+	memset(&counted.last, 0, sizeof(counted.last));	/* a new manager */
 }
 
 /* Withdrawals of requests still waiting, before the lock manager sees them. */
@@ -72,57 +71,18 @@ dlock_stats_withdrawals(DLockManager *lm, List *withdrawn)
 	}
 }
 
-/*
- * After a batch was published: its counts, the lock manager's growth since
- * the last batch (a new manager, after a reload, starts from zero), and
- * the hand-offs it made, each from the batch's start until now.
- */
+/* After a batch was published: hand-offs count from the batch's start. */
 void
 dlock_stats_batch(DLockManager *lm, int nfresh, bool wrote, int64 write_us,
 				  TimestampTz batch_start)
 {
-	const DLmStats *core = dlm_stats(lm);
-	const int64 *cur = (const int64 *) core;
-	int64	   *prev = (int64 *) &last_core;
-	int64	   *sum = (int64 *) &counted.core;
-	int			n = (int) (sizeof(DLmStats) / sizeof(int64));
-	bool		restarted = false;
-	int64		waited_before = last_core.grants - last_core.grants_immediate;
-	int64		handoffs;
 	int64		holders,
 				waiting,
 				kept;
 
-	for (int i = 0; i < n; i++)
-		if (cur[i] < prev[i])
-			restarted = true;
-	if (restarted)
-		waited_before = 0;
-	for (int i = 0; i < n; i++)
-		sum[i] += cur[i] - (restarted ? 0 : prev[i]);
-	handoffs = (core->grants - core->grants_immediate) - waited_before;
-	last_core = *core;
-
-	counted.batches++;
-	counted.batch_requests += nfresh;
-	if (wrote)
-	{
-		counted.commits++;
-		counted.commit_us += write_us;
-	}
-	if (handoffs > 0)
-	{
-		int64		us = Max(0, GetCurrentTimestamp() - batch_start);
-		int			b = 0;
-
-		while (b < DLM_WAIT_BUCKETS - 1 && us > dlm_wait_bounds_us[b])
-			b++;
-		counted.handoffs += handoffs;
-		counted.handoff_us_sum += handoffs * us;
-		counted.handoff_buckets[b] += handoffs;
-	}
+	dlm_counters_batch(&counted, lm, nfresh, wrote, write_us,
+					   GetCurrentTimestamp() - batch_start);
 	dlm_sizes(lm, &holders, &waiting, &kept);
-
 	SpinLockAcquire(&dlock_shared->stats.mutex);
 	dlock_shared->stats.now = counted;
 	dlock_shared->stats.holders = holders;
@@ -171,7 +131,7 @@ Datum
 dlock_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	DLockCounters now,
+	DLmCounters now,
 				base;
 	TimestampTz since;
 	int64		holders,
