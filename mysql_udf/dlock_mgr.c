@@ -134,6 +134,22 @@ static int	last_load_rc;		/* of the last failed load: -1, -2 */
 static bool reload_requested;	/* dlock_reload(): rebuild after this batch */
 static int	deferred = 0;
 static DLockTime deferred_since;
+
+/*
+ * Statistics (dlock_stat, the view dlock.stats): the manager thread counts
+ * into 'counted'; after each batch it publishes a copy under mu, where the
+ * functions read it.  A reset keeps a baseline (stats_base): it takes
+ * effect at once, and the published counters only grow.
+ */
+static DLmCounters counted;
+static int	stats_fresh;		/* new requests since the last publish */
+static DLockTime deferred_began;	/* a deferred batch's first start */
+static DLmCounters stats_now;	/* mu */
+static DLmCounters stats_base;	/* mu */
+static DLockTime stats_since;	/* mu: the load or the last reset, Unix µs */
+static int64_t stats_holders,
+			stats_waiting,
+			stats_kept;			/* mu */
 static unsigned long long run_base;	/* this server run, in session_start */
 
 /* ------------------------------------------------------------------------
@@ -1150,6 +1166,9 @@ manager_main(void *arg)
 		int			expired;
 		int			rows_due;
 		bool		failed = false;
+		bool		wrote = false;
+		DLockTime	write_began;
+		int64_t		write_us = 0;
 
 		/* collect */
 		pthread_mutex_lock(&mu.m);
@@ -1187,7 +1206,10 @@ manager_main(void *arg)
 		fresh_tail = submit_tail;
 		submit_head = submit_tail = NULL;
 		for (Slot *s = fresh; s; s = s->next)
+		{
 			s->state = SLOT_ACCEPTED;
+			stats_fresh++;
+		}
 		withdrawn = withdraw_head;
 		withdraw_head = NULL;
 		for (Slot *s = withdrawn; s; s = s->wnext)
@@ -1297,7 +1319,13 @@ manager_main(void *arg)
 					continue;
 				}
 				if (dlm_waiter_of(picture, s->index) != NULL)
+				{
 					ids[n++] = s->index;
+					if (s->timeout_at != 0 && now >= s->timeout_at)
+						counted.timeouts++;
+					else
+						counted.cancels++;	/* KILL, max_statement_time, a vanished client */
+				}
 			}
 			if (n > 0)
 				dlm_withdraw(picture, ids, n, now);
@@ -1334,12 +1362,15 @@ manager_main(void *arg)
 				(deferred == 0 || now - deferred_since < DEFER_MS * 1000))
 			{
 				if (deferred++ == 0)
-					deferred_since = now;
+					deferred_since = deferred_began = now;
 				continue;
 			}
 			(void) dlm_queue_rows_due(picture, now, true);
+			write_began = mono_us();
 			if (batch_write(&err) != 0)
 				failed = true;
+			wrote = true;
+			write_us = mono_us() - write_began;
 		}
 		if (failed)
 		{
@@ -1377,6 +1408,14 @@ manager_main(void *arg)
 			s->inspect_fn(picture, s->inspect_arg);
 		pthread_mutex_lock(&mu.m);
 		publish_locked();
+		dlm_counters_batch(&counted, picture, stats_fresh, wrote, write_us,
+						   now_us() - (deferred_began ? deferred_began : now));
+		deferred_began = 0;
+		stats_fresh = 0;
+		stats_now = counted;
+		if (stats_since == 0)
+			stats_since = now;
+		dlm_sizes(picture, &stats_holders, &stats_waiting, &stats_kept);
 		for (Slot *s = inspects; s; s = s->next)
 		{
 			memset(&s->res, 0, sizeof(s->res));
@@ -1593,6 +1632,37 @@ slot_copy(Slot *s, const DlockCall *call, DlockErr *err)
 		s->call.value = p;
 	}
 	return 0;
+}
+
+/*
+ * The statistics since the start or the last reset: counters and sizes
+ * (dlock_stat); reset: the counters count from zero again.
+ */
+void
+mgr_stats(DLmCounters *out, int64_t *holders, int64_t *waiting, int64_t *kept,
+		  long long *since_us)
+{
+	int64_t    *o = (int64_t *) out;
+	const int64_t *b = (const int64_t *) &stats_base;
+
+	pthread_mutex_lock(&mu.m);
+	*out = stats_now;
+	*holders = stats_holders;
+	*waiting = stats_waiting;
+	*kept = stats_kept;
+	*since_us = stats_since;
+	pthread_mutex_unlock(&mu.m);
+	for (size_t i = 0; i < sizeof(DLmCounters) / sizeof(int64_t); i++)
+		o[i] -= b[i];
+}
+
+void
+mgr_stats_reset(void)
+{
+	pthread_mutex_lock(&mu.m);
+	stats_base = stats_now;
+	stats_since = now_us();
+	pthread_mutex_unlock(&mu.m);
 }
 
 static void

@@ -164,6 +164,10 @@ extern void dlock_statement_end(unsigned long long conn_id, int failed);
 
 /* A session ended (audit plugin): its locks go, its requests withdrawn. */
 extern void mgr_session_end(unsigned long long conn_id);
+/* Statistics since the start or the last reset (dlock_stat). */
+extern void mgr_stats(DLmCounters *out, int64_t *holders, int64_t *waiting, int64_t *kept,
+					  long long *since_us);
+extern void mgr_stats_reset(void);
 
 /* Read the tables again after this batch (they were replaced). */
 extern int	mgr_reload(const char *fn, DlockErr *err);

@@ -2105,3 +2105,115 @@ dlock_reload(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 	}
 	return 1;
 }
+
+/* ------------------------------------------------------------------------
+ * dlock_stats() -> the lock manager's statistics as one JSON object (the
+ * view dlock.stats takes it apart): one snapshot, so the columns agree.
+ * dlock_monitor and dlock_admin.
+ * ------------------------------------------------------------------------ */
+DLOCK_UDF_SETUP(dlock_stats, 0, 0, "no arguments", NULL, 4096)
+
+/* "name":[le...] and "name_bucket":[cumulative counts...] */
+static int
+json_histogram(char *p, size_t room, const char *name, const int64_t *buckets)
+{
+	size_t		n = 0;
+	long long	sum = 0;
+
+	n += (size_t) snprintf(p + n, room - n, ",\"%s\":[", name);
+	for (int b = 0; b < DLM_WAIT_BUCKETS && n < room; b++)
+	{
+		if (b < DLM_WAIT_BUCKETS - 1)
+			n += (size_t) snprintf(p + n, room - n, "%s%g", b ? "," : "",
+								   dlm_wait_bounds_us[b] / 1e6);
+		else
+			n += (size_t) snprintf(p + n, room - n, ",\"+Inf\"");
+	}
+	n += (size_t) snprintf(p + n, room - n, "],\"%s_bucket\":[", name);
+	for (int b = 0; b < DLM_WAIT_BUCKETS && n < room; b++)
+	{
+		sum += buckets[b];
+		n += (size_t) snprintf(p + n, room - n, "%s%lld", b ? "," : "", sum);
+	}
+	n += (size_t) snprintf(p + n, room - n, "]");
+	return n < room ? (int) n : -1;
+}
+
+char *
+dlock_stats(UDF_INIT *initid, UDF_ARGS *args, char *result,
+			unsigned long *length, char *is_null, char *error)
+{
+	DlockCaller who;
+	DLmCounters c;
+	int64_t		holders,
+				waiting,
+				kept;
+	long long	since;
+	char		buf[4096];
+	int			n,
+				h;
+
+	(void) args;
+	(void) result;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_MONITOR | DLOCK_ACCESS_ADMIN, "dlock_stats",
+				  error, is_null) != 0)
+		return NULL;
+	mgr_stats(&c, &holders, &waiting, &kept, &since);
+	n = snprintf(buf, sizeof(buf),
+				 "{\"since_us\":%lld,\"requests\":%lld,\"grants\":%lld,\"grants_immediate\":%lld,"
+				 "\"waits\":%lld,\"timeouts\":%lld,\"cancels\":%lld,\"kept\":%lld,"
+				 "\"deadlocks\":%lld,\"refused\":%lld,\"errors\":%lld,\"lease_expiries\":%lld,"
+				 "\"renewals\":%lld,\"releases\":%lld,\"conversions\":%lld,"
+				 "\"session_cleanups\":%lld,\"holders\":%lld,\"waiters\":%lld,"
+				 "\"kept_places\":%lld,\"batches\":%lld,\"commits\":%lld,"
+				 "\"batch_requests\":%lld,\"commit_seconds\":%.6f,"
+				 "\"wait_seconds_sum\":%.6f,\"wait_seconds_count\":%lld,"
+				 "\"handoff_seconds_sum\":%.6f,\"handoff_seconds_count\":%lld",
+				 since, (long long) c.core.requests, (long long) c.core.grants,
+				 (long long) c.core.grants_immediate, (long long) c.core.waits,
+				 (long long) c.timeouts, (long long) c.cancels, (long long) c.core.kept,
+				 (long long) c.core.deadlocks, (long long) c.core.refused,
+				 (long long) c.core.errors, (long long) c.core.expiries,
+				 (long long) c.core.renewals, (long long) c.core.releases,
+				 (long long) c.core.conversions, (long long) c.core.session_cleanups,
+				 (long long) holders, (long long) waiting, (long long) kept,
+				 (long long) c.batches, (long long) c.commits, (long long) c.batch_requests,
+				 c.commit_us / 1e6, c.core.wait_us_sum / 1e6,
+				 (long long) (c.core.grants - c.core.grants_immediate),
+				 c.handoff_us_sum / 1e6, (long long) c.handoffs);
+	if (n < 0 || (size_t) n >= sizeof(buf) ||
+		(h = json_histogram(buf + n, sizeof(buf) - (size_t) n, "wait_seconds",
+							c.core.wait_buckets)) < 0 ||
+		(n += h, (h = json_histogram(buf + n, sizeof(buf) - (size_t) n, "handoff_seconds",
+									 c.handoff_buckets)) < 0) ||
+		(size_t) (n += h) + 2 > sizeof(buf))
+	{
+		*error = 1;
+		return NULL;
+	}
+	buf[n++] = '}';
+	buf[n] = '\0';
+	return set_string(initid, buf, (size_t) n, length, is_null, error);
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_stats_reset() -> 1: dlock.stats counts from zero again; dlock_admin
+ * ------------------------------------------------------------------------ */
+DLOCK_UDF_SETUP(dlock_stats_reset, 0, 0, "no arguments", NULL, 0)
+
+long long
+dlock_stats_reset(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockCaller who;
+
+	(void) initid;
+	(void) args;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_ADMIN, "dlock_stats_reset", error, is_null) != 0)
+		return 0;
+	mgr_stats_reset();
+	return 1;
+}

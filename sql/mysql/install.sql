@@ -234,6 +234,46 @@ CREATE OR REPLACE FUNCTION dlock_grant               RETURNS INTEGER SONAME 'dlo
 CREATE OR REPLACE FUNCTION dlock_revoke              RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_set_quota           RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_reload              RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_stats               RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_stats_reset         RETURNS INTEGER SONAME 'dlock_udf.so';
+
+-- The lock manager's statistics (README: Monitoring), one row taken apart
+-- from one snapshot; dlock_stats() itself lets only dlock_monitor and
+-- dlock_admin see them (the view runs in the caller's security context).
+CREATE OR REPLACE SQL SECURITY INVOKER VIEW dlock.stats AS
+SELECT FROM_UNIXTIME(JSON_VALUE(j, '$.since_us') / 1000000)       AS since,
+       CAST(JSON_VALUE(j, '$.requests') AS INTEGER)               AS requests,
+       CAST(JSON_VALUE(j, '$.grants') AS INTEGER)                 AS grants,
+       CAST(JSON_VALUE(j, '$.grants_immediate') AS INTEGER)       AS grants_immediate,
+       CAST(JSON_VALUE(j, '$.waits') AS INTEGER)                  AS waits,
+       CAST(JSON_VALUE(j, '$.timeouts') AS INTEGER)               AS timeouts,
+       CAST(JSON_VALUE(j, '$.cancels') AS INTEGER)                AS cancels,
+       CAST(JSON_VALUE(j, '$.kept') AS INTEGER)                   AS kept,
+       CAST(JSON_VALUE(j, '$.deadlocks') AS INTEGER)              AS deadlocks,
+       CAST(JSON_VALUE(j, '$.refused') AS INTEGER)                AS refused,
+       CAST(JSON_VALUE(j, '$.errors') AS INTEGER)                 AS errors,
+       CAST(JSON_VALUE(j, '$.lease_expiries') AS INTEGER)         AS lease_expiries,
+       CAST(JSON_VALUE(j, '$.renewals') AS INTEGER)               AS renewals,
+       CAST(JSON_VALUE(j, '$.releases') AS INTEGER)               AS releases,
+       CAST(JSON_VALUE(j, '$.conversions') AS INTEGER)            AS conversions,
+       CAST(JSON_VALUE(j, '$.session_cleanups') AS INTEGER)       AS session_cleanups,
+       CAST(JSON_VALUE(j, '$.holders') AS INTEGER)                AS holders,
+       CAST(JSON_VALUE(j, '$.waiters') AS INTEGER)                AS waiters,
+       CAST(JSON_VALUE(j, '$.kept_places') AS INTEGER)            AS kept_places,
+       CAST(JSON_VALUE(j, '$.batches') AS INTEGER)                AS batches,
+       CAST(JSON_VALUE(j, '$.commits') AS INTEGER)                AS commits,
+       JSON_VALUE(j, '$.batch_requests') / NULLIF(JSON_VALUE(j, '$.batches'), 0)
+                                                                  AS mean_batch_size,
+       CAST(JSON_VALUE(j, '$.commit_seconds') AS DOUBLE)          AS commit_seconds,
+       JSON_QUERY(j, '$.wait_seconds')                            AS wait_seconds,
+       JSON_QUERY(j, '$.wait_seconds_bucket')                     AS wait_seconds_bucket,
+       CAST(JSON_VALUE(j, '$.wait_seconds_sum') AS DOUBLE)        AS wait_seconds_sum,
+       CAST(JSON_VALUE(j, '$.wait_seconds_count') AS INTEGER)     AS wait_seconds_count,
+       JSON_QUERY(j, '$.handoff_seconds')                         AS handoff_seconds,
+       JSON_QUERY(j, '$.handoff_seconds_bucket')                  AS handoff_seconds_bucket,
+       CAST(JSON_VALUE(j, '$.handoff_seconds_sum') AS DOUBLE)     AS handoff_seconds_sum,
+       CAST(JSON_VALUE(j, '$.handoff_seconds_count') AS INTEGER)  AS handoff_seconds_count
+  FROM (SELECT dlock_stats() AS j) AS snapshot;
 
 -- Who may call dlock: UDFs need no privilege in MariaDB, so each function
 -- checks EXECUTE on one of these procedures in the caller's security
@@ -319,12 +359,14 @@ GRANT EXECUTE ON PROCEDURE dlock.monitor_access TO dlock_monitor;
 GRANT SELECT ON dlock.locks TO dlock_monitor;
 GRANT SELECT ON dlock.grants TO dlock_monitor;
 GRANT SELECT ON dlock.quotas TO dlock_monitor;
+GRANT SELECT ON dlock.stats TO dlock_monitor;
 GRANT EXECUTE ON PROCEDURE dlock.user_access TO dlock_admin;
 GRANT EXECUTE ON PROCEDURE dlock.monitor_access TO dlock_admin;
 GRANT EXECUTE ON PROCEDURE dlock.admin_access TO dlock_admin;
 GRANT SELECT ON dlock.locks TO dlock_admin;
 GRANT SELECT ON dlock.grants TO dlock_admin;
 GRANT SELECT ON dlock.quotas TO dlock_admin;
+GRANT SELECT ON dlock.stats TO dlock_admin;
 
 -- A lock manager that was running (a re-install) reads the tables again.
 DO dlock_reload();

@@ -33,6 +33,8 @@ DROP FUNCTION IF EXISTS dlock_grant;
 DROP FUNCTION IF EXISTS dlock_revoke;
 DROP FUNCTION IF EXISTS dlock_set_quota;
 DROP FUNCTION IF EXISTS dlock_reload;
+DROP FUNCTION IF EXISTS dlock_stats;
+DROP FUNCTION IF EXISTS dlock_stats_reset;
 
 -- the lock manager stops (its thread ends; waiting calls get an error),
 -- unless the caller set @dlock_keep_plugin (a server that loads it at
