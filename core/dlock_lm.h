@@ -53,7 +53,14 @@ typedef enum DLockOp
 	DLOCK_OP_RELEASE_ALL,
 	DLOCK_OP_CONVERT,			/* change the mode of a held lock */
 	DLOCK_OP_ACQUIRE_ALL,		/* several names, all or none */
-	DLOCK_OP_PROCLAIM			/* a leader's new value (16) */
+	DLOCK_OP_PROCLAIM,			/* a leader's new value (16) */
+	/*
+	 * (adapters) an administrator's release of another owner's locks: the
+	 * adapter carries it out with RELEASE / RELEASE_ALL requests on the
+	 * holders' behalf; the lock manager refuses these ops itself
+	 */
+	DLOCK_OP_FORCE_RELEASE,
+	DLOCK_OP_FORCE_RELEASE_ALL
 } DLockOp;
 
 /* Answers: one list for both databases, each words them its own way. */
@@ -73,9 +80,11 @@ typedef enum DLockStatus
 	DLOCK_STATUS_NOT_READY,		/* (adapters) the lock manager cannot serve */
 	DLOCK_STATUS_ERROR,			/* error: a DLmError */
 	DLOCK_STATUS_QUEUED,		/* waits: token is its ticket */
-	DLOCK_STATUS_KEPT			/* withdrawn with keep_place: its place is
+	DLOCK_STATUS_KEPT,			/* withdrawn with keep_place: its place is
 								 * kept (token: its ticket, expires_at: the
 								 * place's lease) (14) */
+	DLOCK_STATUS_REVOKED		/* (adapters) NOT_HELD because an administrator
+								 * released it; the adapter tells the reason */
 } DLockStatus;
 
 /* Requests on several names (acquire_all) name at most this many. */

@@ -4436,6 +4436,21 @@ test_stats(void)
 		CHECK_EQ(c.core.grants, 5);	/* carried on from the old manager */
 		CHECK_EQ(c.batches, 3);
 	}
+	{
+		/* the adapters' ops never reach the rules: refused */
+		DLmRequest	q;
+
+		memset(&q, 0, sizeof(q));
+		q.op = DLOCK_OP_FORCE_RELEASE;
+		q.requester = DLM_NOBODY;
+		q.pid = PID(7);
+		q.session_start = START(7);
+		q.names = u;
+		q.nnames = 1;
+		CHECK(dlm_request(M, &q, NOW) != DLM_OK);
+		q.op = DLOCK_OP_FORCE_RELEASE_ALL;
+		CHECK(dlm_request(M, &q, NOW) != DLM_OK);
+	}
 	teardown();
 }
 

@@ -39,6 +39,8 @@ PG_FUNCTION_INFO_V1(dlock_convert);
 PG_FUNCTION_INFO_V1(dlock_release);
 PG_FUNCTION_INFO_V1(dlock_renew);
 PG_FUNCTION_INFO_V1(dlock_release_all);
+PG_FUNCTION_INFO_V1(dlock_force_release);
+PG_FUNCTION_INFO_V1(dlock_force_release_all);
 PG_FUNCTION_INFO_V1(dlock_new_owner);
 PG_FUNCTION_INFO_V1(dlock_manager_pid);
 
@@ -746,6 +748,14 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 {
 	switch (reply->status)
 	{
+		case DLOCK_STATUS_REVOKED:
+			ereport(ERROR,
+					(errcode(ERRCODE_DLOCK_NOT_HELD),
+					 errmsg("lock \"%s\" was released by an administrator",
+							name_for_message(req)),
+					 errdetail("Reason: %s", reply->errmsg),
+					 errhint("Stop the work it guarded; take the lock again to go on.")));
+			break;
 		case DLOCK_STATUS_ERROR:
 			switch ((DLmError) reply->count)
 			{
@@ -1279,6 +1289,96 @@ dlock_release_all(PG_FUNCTION_ARGS)
 		PG_RETURN_INT32(reply.count);
 	elog(ERROR, "unexpected dlock answer %d to release_all", (int) reply.status);
 	PG_RETURN_NULL();
+}
+
+/* An administrator's reason (argument argno): required, at most DLOCK_MAX_VALUE_LEN bytes. */
+static void
+arg_reason(FunctionCallInfo fcinfo, int argno, DLockRequest *req)
+{
+	text	   *t;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a reason is required"),
+				 errhint("Say why, e.g. reason => 'holder stuck since 02:00, ticket 1234': the holder is told, and the server log keeps it.")));
+	t = PG_GETARG_TEXT_PP(argno);
+	req->value = VARDATA_ANY(t);
+	req->value_len = VARSIZE_ANY_EXHDR(t);
+	if (req->value_len > DLOCK_MAX_VALUE_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a reason is too long"),
+				 errdetail("The reason is %d bytes; the limit is %d bytes.",
+						   req->value_len, DLOCK_MAX_VALUE_LEN)));
+}
+
+/*
+ * dlock_force_release(name, owner DEFAULT NULL, reason)
+ *		dlock_admin: release every holder of 'name' (or the owner key's
+ *		hold), whatever its count; the holders' next renew, release or
+ *		convert fails with DL001 and the reason; NOTIFY dlock_revoked; the
+ *		server log says who.  Returns how many holders it released.
+ */
+Datum
+dlock_force_release(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	check_loaded();
+	req.op = DLOCK_OP_FORCE_RELEASE;
+	arg_name(fcinfo, 0, &req.name, &req.name_len);
+	arg_owner(fcinfo, 1, &req.owner, &req.owner_len);
+	arg_reason(fcinfo, 2, &req);
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status != DLOCK_STATUS_COUNT)
+		elog(ERROR, "unexpected dlock answer %d to force_release", (int) reply.status);
+	/* who, what and why; never the key itself (a secret) */
+	ereport(LOG,
+			(errmsg("dlock: role \"%s\" (pid %d) force-released %d holder%s of lock \"%s\"%s",
+					GetUserNameFromId(GetUserId(), false), MyProcPid, reply.count,
+					reply.count == 1 ? "" : "s", name_for_message(&req),
+					req.owner ? " (one owner key)" : ""),
+			 errdetail("Reason: %.*s", req.value_len, req.value)));
+	PG_RETURN_INT32(reply.count);
+}
+
+/*
+ * dlock_force_release_all(owner, reason)
+ *		dlock_admin: dlock_release_all of the owner key on its behalf; its
+ *		next renew, release or convert of any name fails with DL001 and the
+ *		reason.  Returns how many locks and requests it ended.
+ */
+Datum
+dlock_force_release_all(PG_FUNCTION_ARGS)
+{
+	DLockRequest req = {0};
+	DLockReply	reply;
+
+	check_loaded();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("an owner key is required"),
+				 errhint("A session's locks end with the session: pg_terminate_backend ends them all.")));
+	req.op = DLOCK_OP_FORCE_RELEASE_ALL;
+	req.name = "";
+	req.name_len = 0;
+	arg_owner(fcinfo, 0, &req.owner, &req.owner_len);
+	arg_reason(fcinfo, 1, &req);
+
+	dlock_call(&req, &reply);
+	report_common(&req, &reply);
+	if (reply.status != DLOCK_STATUS_COUNT)
+		elog(ERROR, "unexpected dlock answer %d to force_release_all", (int) reply.status);
+	ereport(LOG,
+			(errmsg("dlock: role \"%s\" (pid %d) force-released everything of an owner key (%d locks and requests)",
+					GetUserNameFromId(GetUserId(), false), MyProcPid, reply.count),
+			 errdetail("Reason: %.*s", req.value_len, req.value)));
+	PG_RETURN_INT32(reply.count);
 }
 
 /*

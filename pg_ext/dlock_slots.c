@@ -165,6 +165,28 @@ answer_error(int slotno, DLockStatus status, const char *msg)
 	copy_message(o->errmsg, msg);
 }
 
+/* The answer this batch gave the slot so far (NONE: none yet). */
+DLockStatus
+slots_answer_status(int slotno)
+{
+	Outcome    *o = &outcomes[slotno];
+
+	return o->listed && o->answered ? o->status : DLOCK_STATUS_NONE;
+}
+
+/* An administrator released what the slot's request found not held. */
+void
+slots_answer_revoked(int slotno, const char *reason)
+{
+	answer_error(slotno, DLOCK_STATUS_REVOKED, reason);
+}
+
+void
+slots_answer_count(int slotno, int32 count)
+{
+	answer_slot(slotno, DLOCK_STATUS_COUNT, 0, 0, count);
+}
+
 /* An owner in a deadlock's DETAIL: keys are secrets, so no key. */
 static void
 describe_owner(StringInfo buf, bool keyed, int pid)

@@ -51,6 +51,9 @@ extern void slots_init(void);
 /* The batch's memory context; a deferred batch keeps its outcomes. */
 extern MemoryContext slots_batch_begin(bool keep);
 extern void slots_collect(List **ended, List **withdrawn, List **fresh, bool one_fresh);
+extern DLockStatus slots_answer_status(int slotno);
+extern void slots_answer_revoked(int slotno, const char *reason);
+extern void slots_answer_count(int slotno, int32 count);
 /* The next collect looks at every slot, marked or not. */
 extern void slots_scan_all(void);
 extern void slots_end_session(int slotno);

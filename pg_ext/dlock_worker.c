@@ -44,6 +44,7 @@
 #include "utils/wait_event.h"
 
 #include "dlock_recovery.h"
+#include "dlock_admin.h"
 #include "dlock_slots.h"
 #include "dlock_stats.h"
 #include "dlock_store.h"
@@ -296,6 +297,7 @@ run_batch(void)
 		write_began = GetCurrentTimestamp();
 		dlock_store_begin();
 		dlock_store_batch(lock_manager);
+		dlock_admin_notify();
 		/* tokens must never go back: the counter is flushed whatever the GUC */
 		dlock_store_commit(dlm_counter_dirty(lock_manager, NULL) ||
 						   (dlm_batch_durable(lock_manager) && dlock_synchronous_commit));
@@ -395,6 +397,9 @@ execute(Request *r, TimestampTz now)
 {
 	DLmRequest	q = {0};
 
+	if (dlock_admin_execute(lock_manager, r, now))
+		return;
+
 	q.op = r->op;
 	q.requester = r->slotno;
 	q.owner_key = r->owner;
@@ -419,6 +424,7 @@ execute(Request *r, TimestampTz now)
 	q.owner_max_bytes = r->quotas.max_bytes_per_owner;
 	/* an error is answered to the request (on_answer) */
 	(void) dlm_request(lock_manager, &q, now);
+	dlock_admin_answered(r, now);
 }
 
 

@@ -446,6 +446,26 @@ GRANT SELECT ON dlock.stats TO dlock_monitor;
 GRANT EXECUTE ON FUNCTION dlock_stats() TO dlock_monitor;
 GRANT EXECUTE ON FUNCTION dlock_stats_reset() TO dlock_admin;
 
+-- Administration (README: Administration): dlock_admin breaks a stuck lock.
+CREATE FUNCTION dlock_force_release(name text, owner text DEFAULT NULL, reason text DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'dlock_force_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_force_release(text, text, text) IS
+    'dlock_admin: release every holder of a lock (or the owner key''s hold); the holder''s next renew or release fails with DL001 and the reason (required); NOTIFY dlock_revoked';
+
+CREATE FUNCTION dlock_force_release_all(owner text, reason text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'dlock_force_release_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock_force_release_all(text, text) IS
+    'dlock_admin: end every lock, request and kept place of an owner key; its next renew or release fails with DL001 and the reason';
+
+REVOKE EXECUTE ON FUNCTION dlock_force_release(text, text, text),
+    dlock_force_release_all(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dlock_force_release(text, text, text),
+    dlock_force_release_all(text, text) TO dlock_admin;
+
 -- Functions are executable by PUBLIC when created: only dlock_user may call these.
 REVOKE EXECUTE ON FUNCTION
     dlock_acquire(text, text, interval, interval, text, boolean),

@@ -67,7 +67,11 @@ def keep():
 
 
 def call():
-    fn = rng.randrange(16)
+    fn = rng.randrange(18)
+    if fn == 16:
+        return "SELECT dlock_force_release(%s, %s, %s)", (name(), owner(), value())
+    if fn == 17:
+        return "SELECT dlock_force_release_all(%s, %s)", (owner(), value())
     if fn == 0:
         return "SELECT dlock_acquire(%s, %s, %s::interval, %s::interval, %s, %s)", \
             (name(), mode(), rng.choice([interval(), "10 ms"]), interval(), owner(), keep())
@@ -144,6 +148,9 @@ def admin_call():
         ("DELETE FROM dlock.grants", ()),
         ("UPDATE dlock.held SET expires_at = NULL", ()),
         ("SELECT count(*) FROM dlock.quotas", ()),
+        ("SELECT dlock_force_release(%s, %s, %s)", ("/fz/a", None, "fuzz")),
+        ("SELECT dlock_force_release_all(%s, %s)", (rng.choice(FZ_KEYS), "fuzz")),
+        ("SELECT dlock_stats_reset()", ()),
     ])
 
 
