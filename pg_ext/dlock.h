@@ -146,6 +146,8 @@ typedef struct DLockShared
 } DLockShared;
 
 extern DLockShared *dlock_shared;
+/* Every SQL function's first step: 55000 unless the library was preloaded. */
+extern void dlock_check_loaded(void);
 /* Slots changed since the worker last looked: bit slotno % 64 of word
  * slotno / 64 (dlock_wake_worker sets it, slots_collect clears it). */
 extern pg_atomic_uint64 *dlock_pending;

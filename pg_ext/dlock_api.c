@@ -100,8 +100,8 @@ static void submit_undo(DLockSlot *slot, const struct DLockRequest *granted);
  * Every SQL function calls this first: without the preloaded library there
  * is no shared memory, and nothing below may look at it.
  */
-static void
-check_loaded(void)
+void
+dlock_check_loaded(void)
 {
 	if (dlock_shared == NULL)
 		ereport(ERROR,
@@ -490,7 +490,7 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 {
 	DLockSlot  *slot;
 
-	Assert(dlock_shared != NULL);	/* every entry point called check_loaded() */
+	Assert(dlock_shared != NULL);	/* every entry point called dlock_check_loaded() */
 	slot = my_slot();
 
 	/* a request this session abandoned may still be pending */
@@ -939,7 +939,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_ACQUIRE;
 	acquire_request(fcinfo, &req, 0, 1, 3, 4, 5);
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
@@ -984,7 +984,7 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 	StringInfoData packed;
 	Datum	   *out;
 
-	check_loaded();
+	dlock_check_loaded();
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -1064,7 +1064,7 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_TRY;
 	acquire_request(fcinfo, &req, 0, 1, 2, 3, -1);
 	return token_or_null(fcinfo, &req, "try-acquire");
@@ -1123,7 +1123,7 @@ dlock_campaign(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_ACQUIRE;
 	acquire_request(fcinfo, &req, 0, -1, 3, 4, 5);
 	req.mode = DLOCK_MODE_EX;
@@ -1141,7 +1141,7 @@ dlock_proclaim(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_PROCLAIM;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	dlock_check_namespace(req.name, req.name_len);
@@ -1173,7 +1173,7 @@ dlock_semaphore(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_ACQUIRE;
 	acquire_request(fcinfo, &req, 0, -1, 4, 5, 6);
 	semaphore_args(fcinfo, &req, 1);
@@ -1186,7 +1186,7 @@ dlock_try_semaphore(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_TRY;
 	acquire_request(fcinfo, &req, 0, -1, 3, 4, -1);
 	semaphore_args(fcinfo, &req, 1);
@@ -1199,7 +1199,7 @@ dlock_convert(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_CONVERT;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	dlock_check_namespace(req.name, req.name_len);
@@ -1226,7 +1226,7 @@ dlock_release(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_RELEASE;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	arg_owner(fcinfo, 1, &req.owner, &req.owner_len);
@@ -1250,7 +1250,7 @@ dlock_renew(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_RENEW;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	req.ttl_us = arg_ttl_us(fcinfo, 1);
@@ -1277,7 +1277,7 @@ dlock_release_all(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_RELEASE_ALL;
 	req.name = "";
 	req.name_len = 0;
@@ -1326,7 +1326,7 @@ dlock_force_release(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	check_loaded();
+	dlock_check_loaded();
 	req.op = DLOCK_OP_FORCE_RELEASE;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	arg_owner(fcinfo, 1, &req.owner, &req.owner_len);
@@ -1358,7 +1358,7 @@ dlock_force_release_all(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	check_loaded();
+	dlock_check_loaded();
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -1429,7 +1429,7 @@ dlock_manager_pid(PG_FUNCTION_ARGS)
 {
 	int			pid;
 
-	check_loaded();
+	dlock_check_loaded();
 	SpinLockAcquire(&dlock_shared->mutex);
 	pid = dlock_shared->worker_pid;
 	SpinLockRelease(&dlock_shared->mutex);

@@ -147,11 +147,7 @@ dlock_stats(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "dlock_stats must return a row");
-	if (dlock_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("dlock is not loaded"),
-				 errhint("Add dlock to shared_preload_libraries and restart the server.")));
+	dlock_check_loaded();
 	SpinLockAcquire(&dlock_shared->stats.mutex);
 	now = dlock_shared->stats.now;
 	base = dlock_shared->stats.base;
@@ -211,11 +207,7 @@ dlock_stats_reset(PG_FUNCTION_ARGS)
 {
 	TimestampTz at;
 
-	if (dlock_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("dlock is not loaded"),
-				 errhint("Add dlock to shared_preload_libraries and restart the server.")));
+	dlock_check_loaded();
 	at = GetCurrentTimestamp();
 	SpinLockAcquire(&dlock_shared->stats.mutex);
 	dlock_shared->stats.base = dlock_shared->stats.now;

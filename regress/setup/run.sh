@@ -68,6 +68,10 @@ expect "convert without preload" "SELECT dlock_convert(repeat('x', 2000), 'PR')"
 expect "renew without preload" "SELECT dlock_renew(repeat('x', 2000))" "55000: dlock must be loaded"
 expect "release_all without preload" "SELECT dlock_release_all()" "55000: dlock must be loaded"
 expect "bad input is caught after the load check" "SELECT dlock_acquire('')" "55000: dlock must be loaded"
+expect "force_release without preload" "SELECT dlock_force_release(repeat('x', 2000), reason => 'r')" "55000: dlock must be loaded"
+expect "force_release_all without preload" "SELECT dlock_force_release_all('k', 'r')" "55000: dlock must be loaded"
+expect "the statistics without preload" "SELECT * FROM dlock.stats" "55000: dlock must be loaded"
+expect "a statistics reset without preload" "SELECT dlock_stats_reset()" "55000: dlock must be loaded"
 check_log_clean() {
     if grep -q "terminated by signal" "$DIR/log"; then
         echo "FAIL no crash in the server log"; failed=$((failed + 1))
