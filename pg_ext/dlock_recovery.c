@@ -151,6 +151,7 @@ reload(void)
 		MemoryContextSwitchTo(TopMemoryContext);
 		return NULL;
 	}
+	dlock_store_check_version();
 	now = GetCurrentTimestamp();
 	dlock_store_set_logged(dlock_logged);
 	dlm_set_counter(picture, dlock_store_load_counter());

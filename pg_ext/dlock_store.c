@@ -382,6 +382,36 @@ dlock_store_load_counter(void)
 	return DatumGetInt64(d);
 }
 
+/*
+ * The versions of the SQL objects (sql/dlock--*.sql, dlock.control) this
+ * library can run against, oldest first; the last is the library's own.
+ */
+static const char *const dlock_sql_versions[] = {"1.0", "1.1"};
+
+/*
+ * Refuse SQL objects of a version this library does not know: their tables
+ * may not be what it reads and writes.  An update script of the extension
+ * (ALTER EXTENSION dlock UPDATE) or the library of that version fixes it.
+ */
+void
+dlock_store_check_version(void)
+{
+	char	   *v;
+
+	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'dlock'",
+					true, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "the dlock extension is not installed");
+	v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	for (size_t i = 0; i < lengthof(dlock_sql_versions); i++)
+		if (v && strcmp(v, dlock_sql_versions[i]) == 0)
+			return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the dlock library (%s) does not know the SQL objects of version %s: "
+					"run ALTER EXTENSION dlock UPDATE, or install the library of that version",
+					dlock_sql_versions[lengthof(dlock_sql_versions) - 1], v ? v : "?")));
+}
+
 void
 dlock_store_save_counter(int64 hi)
 {

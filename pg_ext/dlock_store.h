@@ -20,6 +20,7 @@
 #include "dlock_lm.h"
 
 extern bool dlock_store_installed(void);
+extern void dlock_store_check_version(void);
 extern void dlock_store_set_logged(bool logged);
 extern int64 dlock_store_load_counter(void);
 extern void dlock_store_save_counter(int64 hi);

@@ -97,6 +97,10 @@ section "set-up errors"
 regress/setup/run.sh > "$DIR/setup.log" 2>&1; rc=$?
 cat "$DIR/setup.log"; record_from setup "$DIR/setup.log" $rc
 
+section "upgrade: ALTER EXTENSION dlock UPDATE from the previous version while sessions hold, wait and lead; the result equals a fresh install"
+/usr/bin/python3 regress/upgrade/run.py > "$DIR/upgrade.log" 2>&1; rc=$?
+cat "$DIR/upgrade.log"; record_from upgrade "$DIR/upgrade.log" $rc
+
 section "pgbouncer: 24 pooled clients with keep_place through a transaction-mode pool of 2, FIFO and exclusion checked; blocking waits pinning the pool as the control (~1.5 min)"
 regress/pgbouncer/run.sh > "$DIR/pgbouncer.log" 2>&1; rc=$?
 cat "$DIR/pgbouncer.log"; record_from pgbouncer "$DIR/pgbouncer.log" $rc

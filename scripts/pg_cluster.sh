@@ -19,7 +19,8 @@
 # private PORT.  Extra postgresql.conf lines come from $PG_EXTRA_CONF (they
 # come last, so they override the defaults here); PG_FSYNC=on keeps fsync
 # and initdb's sync (default off: fine for functional tests, never for
-# benchmarks or crash tests).  $PG_SERVER_ENV adds NAME=VALUE words to the
+# benchmarks or crash tests).  $DLOCK_EXT_VERSION creates that version of
+# the extension (default: dlock.control's).  $PG_SERVER_ENV adds NAME=VALUE words to the
 # server's environment only (e.g. LD_PRELOAD of a sanitizer runtime); the
 # client programs run without it.
 set -eu
@@ -60,7 +61,7 @@ CONF
           tail -20 "$DIR/server.log" >&2; exit 1; }
     psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres \
         -c "SET client_min_messages = warning" \
-        -c "CREATE EXTENSION IF NOT EXISTS dlock" >/dev/null
+        -c "CREATE EXTENSION IF NOT EXISTS dlock${DLOCK_EXT_VERSION:+ VERSION '$DLOCK_EXT_VERSION'}" >/dev/null
     ;;
 stop)
     [ -f "$DIR/data/postmaster.pid" ] || exit 0
