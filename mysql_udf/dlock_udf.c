@@ -49,7 +49,7 @@
 #include "dlock_mgr.h"
 #include "dlock_store.h"
 
-#define DLOCK_VERSION "1.0"
+#define DLOCK_VERSION "1.1"
 
 /* my_sys.h flag: push a warning instead of raising an error */
 #define DLOCK_ME_WARNING 2048

@@ -114,6 +114,9 @@ if [ -x regress/mysql/run.sh ]; then
     section "MySQL/MariaDB plugin"
     regress/mysql/run.sh > "$DIR/mysql.log" 2>&1; rc=$?
     cat "$DIR/mysql.log"; record_from mysql "$DIR/mysql.log" $rc
+    section "MySQL/MariaDB upgrade: install.sql over the previous release while connections hold, wait and lead; the result equals a fresh install"
+    /usr/bin/python3 regress/upgrade/mysql_upgrade.py > "$DIR/mysql-upgrade.log" 2>&1; rc=$?
+    cat "$DIR/mysql-upgrade.log"; record_from mysql-upgrade "$DIR/mysql-upgrade.log" $rc
     section "MySQL/MariaDB torture (quick): 32 client processes with kills, KILL QUERY/KILL, restart and crash, fencing-checked"
     /usr/bin/python3 regress/torture/mysql_torture.py --quick > "$DIR/mysql-torture.log" 2>&1; rc=$?
     cat "$DIR/mysql-torture.log"; record_from mysql-torture "$DIR/mysql-torture.log" $rc

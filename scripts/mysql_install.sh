@@ -15,6 +15,8 @@
 #    dlock_user / dlock_monitor / dlock_admin and the reaper event (last:
 #    the reaper's first run needs the account).
 #
+# $DLOCK_INSTALL_SQL runs another install script instead (the upgrade test
+# installs a previous release's, sql/mysql/history/).
 # The client is $DLOCK_CLIENT (default "mariadb", split into words), given
 # the options; it must reach the server as an account that may create
 # users, roles and functions (root over the socket on Debian).  Running it
@@ -64,5 +66,5 @@ GRANT PROCESS ON *.* TO 'dlock_store'@'localhost';
 SQL
 mv -f "$tmp" "$CNF"
 trap - EXIT
-client "$@" < "$ROOT/sql/mysql/install.sql"
+client "$@" < "${DLOCK_INSTALL_SQL:-$ROOT/sql/mysql/install.sql}"
 echo "dlock installed; store account 'dlock_store'@'localhost', credentials in $CNF (owner $server_user, mode 0600)"
