@@ -30,7 +30,18 @@ record_from() {  # suite, log, exit code
         record "$1" 0 1
     fi
 }
-section() { printf '\n=== %s\n' "$1"; }
+START=$SECONDS
+section() { printf '\n=== %s (at %d s)\n' "$1" $((SECONDS - START)); }
+# run_pair NAME1 CMD1 NAME2 CMD2: two suites side by side (their own ports),
+# logs shown and counted one after the other
+run_pair() {
+    "$2" > "$DIR/$1.log" 2>&1 & local p1=$!
+    "$4" > "$DIR/$3.log" 2>&1 & local p2=$!
+    wait $p1; local rc1=$?
+    wait $p2; local rc2=$?
+    cat "$DIR/$1.log"; record_from "$1" "$DIR/$1.log" $rc1
+    cat "$DIR/$3.log"; record_from "$3" "$DIR/$3.log" $rc2
+}
 
 section "dependencies"
 "$ROOT/scripts/deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
@@ -122,21 +133,21 @@ if [ -x regress/mysql/run.sh ]; then
     cat "$DIR/mysql-torture.log"; record_from mysql-torture "$DIR/mysql-torture.log" $rc
 fi
 
-section "client libraries: Python (psycopg 3, psycopg2, MySQLdb, PyMySQL; sync and asyncio; through pgbouncer)"
-clients/python/test.sh > "$DIR/clients-python.log" 2>&1; rc=$?
-cat "$DIR/clients-python.log"; record_from clients-python "$DIR/clients-python.log" $rc
+section "client libraries: their drivers and toolchains (Debian packages)"
+# installed here, once: the suites below run two at a time, and two
+# apt-get runs at once would fight over dpkg's lock
+scripts/deps.sh python3-psycopg-pool python3-mysqldb python3-pymysql \
+    mariadb-server mariadb-client libmariadb-dev \
+    golang-go golang-github-jackc-pgx-v4-dev golang-github-lib-pq-dev golang-github-go-sql-driver-mysql-dev \
+    default-jdk-headless libpostgresql-jdbc-java libmariadb-java junit5 ||
+    { echo "client packages failed"; record clients-deps 0 1; }
+make -s -C mysql_udf all >/dev/null || { echo "the MariaDB plugin did not build"; record clients-deps 0 1; }
 
-section "the dlock command (C): dlock run/ls/release/leader on PostgreSQL and MariaDB, 100 concurrent runs never two at once, lease loss stops the command"
-clients/cli/test.sh > "$DIR/clients-cli.log" 2>&1; rc=$?
-cat "$DIR/clients-cli.log"; record_from clients-cli "$DIR/clients-cli.log" $rc
+section "client libraries: Python (psycopg 3, psycopg2, MySQLdb, PyMySQL; sync and asyncio; through pgbouncer) beside the dlock command (C: run/ls/release/leader, 100 concurrent runs never two at once, lease loss stops the command)"
+run_pair clients-python clients/python/test.sh clients-cli clients/cli/test.sh
 
-section "client libraries: Go (pgx, lib/pq, go-sql-driver/mysql; through pgbouncer)"
-clients/go/test.sh > "$DIR/clients-go.log" 2>&1; rc=$?
-cat "$DIR/clients-go.log"; record_from clients-go "$DIR/clients-go.log" $rc
-
-section "client libraries: Java (pgjdbc, MariaDB Connector/J, JUnit 5; through pgbouncer)"
-clients/java/test.sh > "$DIR/clients-java.log" 2>&1; rc=$?
-cat "$DIR/clients-java.log"; record_from clients-java "$DIR/clients-java.log" $rc
+section "client libraries: Go (pgx, lib/pq, go-sql-driver/mysql) beside Java (pgjdbc, MariaDB Connector/J, JUnit 5), both through pgbouncer"
+run_pair clients-go clients/go/test.sh clients-java clients/java/test.sh
 
 section "summary"
 printf '%-14s %8s %8s\n' suite passed failed
