@@ -1,5 +1,5 @@
 # dlock — one entry point: build, install, run, check, bench.
-.PHONY: all deps build install check run stop bench torture asan clean
+.PHONY: all deps build install check run stop bench torture asan clean deb
 
 all: build
 
@@ -18,6 +18,10 @@ install: build
 # every suite on throwaway servers; the last line is "N passed, M failed"
 check:
 	scripts/check.sh
+
+# the Debian packages postgresql-15-dlock and mariadb-plugin-dlock, into deb/
+deb:
+	scripts/deb.sh
 
 # a throwaway server with dlock and a short demonstration; `make stop` ends it
 run:

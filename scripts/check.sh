@@ -149,6 +149,10 @@ run_pair clients-python clients/python/test.sh clients-cli clients/cli/test.sh
 section "client libraries: Go (pgx, lib/pq, go-sql-driver/mysql) beside Java (pgjdbc, MariaDB Connector/J, JUnit 5), both through pgbouncer"
 run_pair clients-go clients/go/test.sh clients-java clients/java/test.sh
 
+section "packages: make deb, dpkg -i, a fresh cluster and a fresh MariaDB from them, dpkg --purge (the tree's build installed again after)"
+regress/packages/run.sh > "$DIR/packages.log" 2>&1; rc=$?
+cat "$DIR/packages.log"; record_from packages "$DIR/packages.log" $rc
+
 section "summary"
 printf '%-14s %8s %8s\n' suite passed failed
 while read -r suite p f; do printf '%-14s %8d %8d\n' "$suite" "$p" "$f"; done < "$RESULTS"
