@@ -1091,26 +1091,40 @@ semaphore_args(FunctionCallInfo fcinfo, DLockRequest *req, int capacity_arg)
 	refuse_path(req, "a semaphore's");
 }
 
-/* A leader's value (argument argno): at most DLOCK_MAX_VALUE_LEN bytes. */
+/*
+ * A text argument of at most DLOCK_MAX_VALUE_LEN bytes (a leader's value,
+ * an administrator's reason), never NULL: the messages name it.
+ */
 static void
-arg_value(FunctionCallInfo fcinfo, int argno, DLockRequest *req)
+arg_bounded_text(FunctionCallInfo fcinfo, int argno, DLockRequest *req,
+				 const char *null_message, const char *null_hint,
+				 const char *what, const char *noun)
 {
 	text	   *t;
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("a leader's value must not be null"),
-				 errhint("Publish where to reach the leader, or an empty string.")));
+				 errmsg("%s", null_message),
+				 errhint("%s", null_hint)));
 	t = PG_GETARG_TEXT_PP(argno);
 	req->value = VARDATA_ANY(t);
 	req->value_len = VARSIZE_ANY_EXHDR(t);
 	if (req->value_len > DLOCK_MAX_VALUE_LEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("a leader's value is too long"),
-				 errdetail("The value is %d bytes; the limit is %d bytes.",
-						   req->value_len, DLOCK_MAX_VALUE_LEN)));
+				 errmsg("%s is too long", what),
+				 errdetail("The %s is %d bytes; the limit is %d bytes.",
+						   noun, req->value_len, DLOCK_MAX_VALUE_LEN)));
+}
+
+/* A leader's value (argument argno). */
+static void
+arg_value(FunctionCallInfo fcinfo, int argno, DLockRequest *req)
+{
+	arg_bounded_text(fcinfo, argno, req, "a leader's value must not be null",
+					 "Publish where to reach the leader, or an empty string.",
+					 "a leader's value", "value");
 }
 
 /*
@@ -1291,26 +1305,13 @@ dlock_release_all(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
-/* An administrator's reason (argument argno): required, at most DLOCK_MAX_VALUE_LEN bytes. */
+/* An administrator's reason (argument argno): required. */
 static void
 arg_reason(FunctionCallInfo fcinfo, int argno, DLockRequest *req)
 {
-	text	   *t;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("a reason is required"),
-				 errhint("Say why, e.g. reason => 'holder stuck since 02:00, ticket 1234': the holder is told, and the server log keeps it.")));
-	t = PG_GETARG_TEXT_PP(argno);
-	req->value = VARDATA_ANY(t);
-	req->value_len = VARSIZE_ANY_EXHDR(t);
-	if (req->value_len > DLOCK_MAX_VALUE_LEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("a reason is too long"),
-				 errdetail("The reason is %d bytes; the limit is %d bytes.",
-						   req->value_len, DLOCK_MAX_VALUE_LEN)));
+	arg_bounded_text(fcinfo, argno, req, "a reason is required",
+					 "Say why, e.g. reason => 'holder stuck since 02:00, ticket 1234': the holder is told, and the server log keeps it.",
+					 "a reason", "reason");
 }
 
 /*
