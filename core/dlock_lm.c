@@ -643,6 +643,17 @@ const int64_t dlm_wait_bounds_us[DLM_WAIT_BUCKETS - 1] = {
 	1000, 5000, 10000, 50000, 100000, 500000, 1000000, 5000000, 10000000, 60000000
 };
 
+/* The histogram bucket of a wait or hand-off of 'us' microseconds. */
+static int
+wait_bucket(int64_t us)
+{
+	int			b = 0;
+
+	while (b < DLM_WAIT_BUCKETS - 1 && us > dlm_wait_bounds_us[b])
+		b++;
+	return b;
+}
+
 /* Every answer passes here: the statistics, then the caller's callback. */
 static void
 count_answer(void *arg, int requester, const DLmAnswer *a)
@@ -676,14 +687,9 @@ count_answer(void *arg, int requester, const DLmAnswer *a)
 				st->conversions++;
 			if (was_queued)
 			{
-				int64_t		us = m->now - k->queued_at;
-				int			b = 0;
+				int64_t		us = m->now > k->queued_at ? m->now - k->queued_at : 0;
 
-				if (us < 0)
-					us = 0;
-				while (b < DLM_WAIT_BUCKETS - 1 && us > dlm_wait_bounds_us[b])
-					b++;
-				st->wait_buckets[b]++;
+				st->wait_buckets[wait_bucket(us)]++;
 				st->wait_us_sum += us;
 			}
 			else
@@ -761,15 +767,11 @@ dlm_counters_batch(DLmCounters *c, const DLockManager *m, int nfresh, bool wrote
 	}
 	if (handoffs > 0)
 	{
-		int			b = 0;
-
 		if (handoff_us < 0)
 			handoff_us = 0;
-		while (b < DLM_WAIT_BUCKETS - 1 && handoff_us > dlm_wait_bounds_us[b])
-			b++;
 		c->handoffs += handoffs;
 		c->handoff_us_sum += handoffs * handoff_us;
-		c->handoff_buckets[b] += handoffs;
+		c->handoff_buckets[wait_bucket(handoff_us)] += handoffs;
 	}
 }
 
@@ -2615,8 +2617,8 @@ dlm_session_end(DLockManager *m, int32_t pid, int64_t session_start, int request
 	if (m->broken)
 		return;
 	m->now = now;
-	if (requester >= 0 && requester < m->cfg.nrequesters && m->asks[requester].queued)
-		m->asks[requester].queued = false;	/* the wait ends with the session */
+	if (requester >= 0 && requester < m->cfg.nrequesters)
+		m->asks[requester].queued = false;	/* a wait ends with the session */
 	if (requester >= 0 && requester < m->cfg.nrequesters && m->waiting[requester])
 	{
 		if (m->waiting[requester]->keep)
