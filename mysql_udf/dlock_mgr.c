@@ -143,7 +143,6 @@ static DLockTime deferred_since;
  */
 static DLmCounters counted;
 static int	stats_fresh;		/* new requests since the last publish */
-static DLockTime deferred_began;	/* a deferred batch's first start */
 static DLmCounters stats_now;	/* mu */
 static DLmCounters stats_base;	/* mu */
 static DLockTime stats_since;	/* mu: the load or the last reset, Unix µs */
@@ -1167,6 +1166,7 @@ manager_main(void *arg)
 		int			rows_due;
 		bool		failed = false;
 		bool		wrote = false;
+		DLockTime	began;
 		DLockTime	write_began;
 		int64_t		write_us = 0;
 
@@ -1362,7 +1362,7 @@ manager_main(void *arg)
 				(deferred == 0 || now - deferred_since < DEFER_MS * 1000))
 			{
 				if (deferred++ == 0)
-					deferred_since = deferred_began = now;
+					deferred_since = now;
 				continue;
 			}
 			(void) dlm_queue_rows_due(picture, now, true);
@@ -1399,6 +1399,7 @@ manager_main(void *arg)
 			}
 			continue;
 		}
+		began = deferred > 0 ? deferred_since : now;	/* hand-offs wait from here */
 		deferred = 0;
 		batch_failures = 0;
 		dlm_settle(picture);
@@ -1408,9 +1409,7 @@ manager_main(void *arg)
 			s->inspect_fn(picture, s->inspect_arg);
 		pthread_mutex_lock(&mu.m);
 		publish_locked();
-		dlm_counters_batch(&counted, picture, stats_fresh, wrote, write_us,
-						   now_us() - (deferred_began ? deferred_began : now));
-		deferred_began = 0;
+		dlm_counters_batch(&counted, picture, stats_fresh, wrote, write_us, now_us() - began);
 		stats_fresh = 0;
 		stats_now = counted;
 		if (stats_since == 0)
