@@ -25,20 +25,13 @@ import urllib.request
 import psycopg2
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "regress"))
+from checklib import check, run  # noqa: E402
 PG_PORT = int(os.environ.get("EXPORTER_PG_PORT", "5588"))
 PORT = int(os.environ.get("EXPORTER_PORT", "9592"))
 EXPORTER = "/usr/bin/prometheus-postgres-exporter"
-RESULTS = {"passed": 0, "failed": 0}
 
 
-def check(what, cond, detail=""):
-    if cond:
-        RESULTS["passed"] += 1
-        print("ok   " + what)
-    else:
-        RESULTS["failed"] += 1
-        print("FAIL " + what + (": " + detail if detail else ""))
-    sys.stdout.flush()
 
 
 def connect(d, user="postgres"):
@@ -175,10 +168,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:  # counted, and the summary line still comes last
-        RESULTS["failed"] += 1
-        print("FAIL the run ended with %r" % e)
-    print("exporter: %d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))
-    sys.exit(1 if RESULTS["failed"] else 0)
+    run("exporter", main)

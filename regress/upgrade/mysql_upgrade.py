@@ -26,14 +26,11 @@ import time
 import MySQLdb
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "regress"))
+from checklib import check, run  # noqa: E402
 PORT = int(os.environ.get("MY_UPGRADE_PORT", "3491"))
-RESULTS = {"passed": 0, "failed": 0}
 
 
-def check(what, cond, detail=""):
-    RESULTS["passed" if cond else "failed"] += 1
-    print(("ok   " if cond else "FAIL ") + what + ("" if cond or not detail else ": " + str(detail)))
-    sys.stdout.flush()
 
 
 def server(cmd, d, port=None):
@@ -196,10 +193,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:  # counted, and the summary line still comes last
-        RESULTS["failed"] += 1
-        print("FAIL the run ended with %r" % e)
-    print("mysql-upgrade: %d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))
-    sys.exit(1 if RESULTS["failed"] else 0)
+    run("mysql-upgrade", main)
