@@ -82,6 +82,12 @@ def acquire_steps(spec):
     return None, None
 
 
+def release_steps(spec):
+    """Leave: by the owner key, so never a grant that is no longer ours."""
+    yield from _best_effort(Call("release", {"name": spec.name, "owner": spec.owner},
+                                 limit=spec.release_limit))
+
+
 def withdraw_steps(spec):
     """Give up a request, a kept place or a grant of this owner key.
 
@@ -90,20 +96,15 @@ def withdraw_steps(spec):
     one), which a release would not reach and which would then stay in
     line as a kept place.  A caller's own key may hold other locks: then
     only this name is released."""
-    if spec.own_key:
-        op = Call("release_all", {"owner": spec.owner}, limit=spec.release_limit)
-    else:
-        op = Call("release", {"name": spec.name, "owner": spec.owner}, limit=spec.release_limit)
+    if not spec.own_key:
+        yield from release_steps(spec)
+        return
+    yield from _best_effort(Call("release_all", {"owner": spec.owner}, limit=spec.release_limit))
+
+
+def _best_effort(op):
     try:
         yield op
-    except Exception:
-        pass  # the lease (ttl) ends it on the server
-
-
-def release_steps(spec):
-    """Leave: by the owner key, so never a grant that is no longer ours."""
-    try:
-        yield Call("release", {"name": spec.name, "owner": spec.owner}, limit=spec.release_limit)
     except Exception:
         pass  # the lease (ttl) ends it on the server
 
