@@ -34,6 +34,7 @@
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "replication/syncrep.h"
 #include "storage/ipc.h"
 #include "storage/pmsignal.h"
 #include "utils/array.h"
@@ -1065,6 +1066,18 @@ dlock_store_begin(void)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+/*
+ * dlock_store_standby_waits
+ *		Whether a synchronous commit here waits for a synchronous standby.
+ *		Our own copy of the setting: the worker reloads it before each batch
+ *		(the walsenders' shared flag is not a stable interface).
+ */
+bool
+dlock_store_standby_waits(void)
+{
+	return SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0';
 }
 
 /*

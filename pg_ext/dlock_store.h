@@ -4,12 +4,12 @@
  *		picture from them at start and writes each batch's changes to them.
  *
  * Interface: dlock_store_begin, dlock_store_commit (the worker's
- * transactions), dlock_store_installed, dlock_store_set_logged,
+ * transactions), dlock_store_standby_waits, dlock_store_installed, dlock_store_set_logged,
  * dlock_store_load_counter, dlock_store_save_counter,
  * dlock_store_load_kept, dlock_store_load_held, dlock_store_batch,
  * dlock_store_forget_plans.
  *
- * Every function but the first two runs in the worker's transaction,
+ * Every function but the first three runs in the worker's transaction,
  * between dlock_store_begin and dlock_store_commit.
  */
 #ifndef DLOCK_STORE_H
@@ -35,6 +35,7 @@ extern void dlock_store_batch(DLockManager *lm);
 extern void dlock_store_begin(void);
 /* flush: wait for the WAL flush (and a synchronous standby) */
 extern void dlock_store_commit(bool flush);
+extern bool dlock_store_standby_waits(void);
 extern void dlock_store_forget_plans(void);
 
 #endif							/* DLOCK_STORE_H */

@@ -298,9 +298,16 @@ run_batch(void)
 		dlock_store_begin();
 		dlock_store_batch(lock_manager);
 		dlock_admin_notify();
-		/* tokens must never go back: the counter is flushed whatever the GUC */
+		/*
+		 * Tokens must never go back: the counter is flushed whatever the
+		 * GUC.  With a synchronous standby every batch waits for it, session
+		 * grants too: an isolated old primary must not answer a grant that
+		 * the promoted standby grants again.
+		 */
 		dlock_store_commit(dlm_counter_dirty(lock_manager, NULL) ||
-						   (dlm_batch_durable(lock_manager) && dlock_synchronous_commit));
+						   (dlock_synchronous_commit &&
+							(dlm_batch_durable(lock_manager) ||
+							 dlock_store_standby_waits())));
 		write_us = GetCurrentTimestamp() - write_began;
 		wrote = true;
 		MemoryContextSwitchTo(batch_cxt);

@@ -7,9 +7,11 @@ database owner can impose on it.  Each check once failed:
       pg_terminate_backend; once it runs again, the abandoned requests are
       gone and the sessions work.  (Waits used to go on for good.)
   standby-gone: with synchronous_standby_names naming a standby that is not
-      there (an isolated primary), an owner-keyed acquire with a timeout
-      returns NULL in time; when the commit goes through later, the grant
-      nobody was told of is released again by the session's next call.
+      there (an isolated primary), a session's and an owner-keyed acquire
+      with a timeout return NULL in time and a try-acquire waits until it is
+      cancelled (a session's grant was once answered at once); when the
+      commit goes through later, the grants nobody was told of are released
+      again by the sessions' next calls.
   hostile-settings: default_transaction_read_only, statement_timeout and
       lock_timeout set with ALTER DATABASE / ALTER ROLE do not reach the
       worker.  (It failed every batch, 55,909 log lines in 10 minutes.)
@@ -162,9 +164,29 @@ def stopped_worker(obs):
 
 
 def standby_gone(obs):
+    # a block of tickets now: its flush would wait for the standby anyway
+    q(obs, "SELECT dlock_try_acquire('st/prime') > 0 AND dlock_release('st/prime')")
     q(obs, "ALTER SYSTEM SET synchronous_standby_names = 'nosuchstandby'")
     q(obs, "SELECT pg_reload_conf()")
     time.sleep(0.5)
+    # a session's grant must wait for the standby too: an isolated old
+    # primary would otherwise go on granting session locks that the
+    # promoted standby grants again (it once answered in 0.1 s)
+    session = Call("SELECT dlock_acquire('st/session', timeout => '3 s')")
+    trying = Call("SELECT dlock_try_acquire('st/try')")
+    ended = session.done(3 + MARGIN)
+    check("standby gone: a session's acquire returns NULL by its timeout",
+          ended and session.error is None and session.result is None,
+          "still waiting" if not ended else "%r %r after %.1f s" % (
+              session.result, session.error, session.elapsed))
+    # a try has no timeout: like any write on this primary it waits until
+    # it is cancelled (statement_timeout, pg_cancel_backend)
+    check("standby gone: a session's try-acquire waits", not trying.done(0),
+          "%r %r after %s s" % (trying.result, trying.error, trying.elapsed))
+    q(obs, "SELECT pg_cancel_backend(%s)", (trying.pid,))
+    ended = trying.done(MARGIN)
+    check("standby gone: ... and ends by pg_cancel_backend", ended and trying.error == "57014",
+          "still waiting" if not ended else "%r %r" % (trying.result, trying.error))
     call = Call("SELECT dlock_acquire('st/sync', ttl => '10 min', owner => 'ks', timeout => '3 s')")
     ended = call.done(3 + MARGIN)
     check("standby gone: an owner-keyed acquire returns NULL by its timeout",
@@ -184,6 +206,14 @@ def standby_gone(obs):
           q(call.c, "SELECT dlock_acquire('st/sync', ttl => '1 min', owner => 'ks') > 0")[0][0], "")
     q(call.c, "SELECT dlock_release_all('ks')")
     call.c.close()
+    for c in (session.c, trying.c):
+        q(c, "SELECT dlock_try_acquire('st/other') > 0 AND dlock_release('st/other')")
+    gone = until(lambda: q(obs, "SELECT count(*) = 0 FROM dlock.locks"
+                                " WHERE name IN ('st/session', 'st/try')")[0][0], 15)
+    check("standby back: the session grants nobody was told of are released", gone,
+          "%r" % (q(obs, "SELECT array_agg(name || ' ' || pid) FROM dlock.locks")[0][0],))
+    session.c.close()
+    trying.c.close()
 
 
 def log_lines(text):
