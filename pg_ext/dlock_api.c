@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "common/int.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -143,6 +144,14 @@ wait_for_worker(TimestampTz timeout_at)
 	while (!worker_running())
 	{
 		TimestampTz now = GetCurrentTimestamp();
+
+		/* no worker runs during recovery: say so at once, not after a wait */
+		if (RecoveryInProgress())
+			ereport(ERROR,
+					(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+					 errmsg("dlock does not run on a standby"),
+					 errdetail("Only the primary grants locks; this server is in recovery."),
+					 errhint("Connect to the primary, e.g. with target_session_attrs=read-write in a multi-host connection string.")));
 
 		if (timeout_at != 0 && now >= timeout_at)
 			return false;
