@@ -1,5 +1,5 @@
 # dlock — one entry point: build, install, run, check, bench.
-.PHONY: all deps build install check run stop bench torture asan clean deb
+.PHONY: all deps build install check run stop ha ha-stop bench torture asan clean deb
 
 all: build
 
@@ -30,14 +30,27 @@ run:
 stop:
 	scripts/demo.sh stop
 
+# a three-node Patroni cluster (etcd, strict synchronous mode) on this
+# machine with dlock; the last line is the multi-host connection string
+# for clients; `make ha-stop` ends it
+HA_DIR ?= /tmp/dlock-ha
+ha:
+	@scripts/deps.sh >/dev/null
+	@$(MAKE) -s install >/dev/null
+	@scripts/ha.sh start $(HA_DIR)
+
+ha-stop:
+	@scripts/ha.sh stop $(HA_DIR)
+
 bench:
 	@if [ -x bench/run.sh ]; then bench/run.sh $(if $(QUICK),--quick); \
 	else echo "bench/run.sh is not there yet"; exit 1; fi
 
 # the lock manager against its reference model (10 million random events),
-# then the fencing-checked torture run with crashes and failover (fuzzer,
-# crash mode 10 min, HA mode 5 min), and the MariaDB plugin's (10 min);
-# QUICK=1: about 2 min; HA=1: HA mode only; HA=0: none
+# then the fencing-checked torture run with crashes, failover and network
+# partitions (fuzzer, crash mode 10 min, HA mode 5 min, Patroni mode 10 min),
+# and the MariaDB plugin's (10 min); QUICK=1: about 5 min; HA=1: the HA and
+# Patroni modes only; HA=0: neither
 torture: install
 	$(MAKE) -C core test_model && core/test_model $(if $(QUICK),1000000,10000000)
 	regress/torture/run.sh $(if $(QUICK),--quick) $(if $(filter 1,$(HA)),--ha-only) $(if $(filter 0,$(HA)),--no-ha)

@@ -11,7 +11,11 @@ chmod 755 "$DIR"  # the postgres user must reach the cluster inside
 RESULTS=$DIR/results
 : > "$RESULTS"
 
-cleanup() { "$ROOT/scripts/pg_cluster.sh" stop "$DIR/pg" 2>/dev/null; rm -rf "$DIR"; }
+cleanup() {
+    "$ROOT/scripts/pg_cluster.sh" stop "$DIR/pg" 2>/dev/null
+    [ -f "$DIR/ha/ha.env" ] && "$ROOT/scripts/ha.sh" stop "$DIR/ha" >/dev/null 2>&1
+    rm -rf "$DIR"
+}
 trap cleanup EXIT
 
 # record <suite> <passed> <failed>
@@ -97,12 +101,16 @@ regress/restart/run.sh > "$DIR/restart.log" 2>&1; rc=$?
 cat "$DIR/restart.log"; record_from restart "$DIR/restart.log" $rc
 
 section "fuzzer and torture (quick): random bad input; 64 clients and 4 client processes with kills, crashes, restarts and a failover, fencing-checked"
-regress/torture/run.sh --quick > "$DIR/torture.log" 2>&1; rc=$?
+regress/torture/run.sh --quick --no-patroni > "$DIR/torture.log" 2>&1; rc=$?
 cat "$DIR/torture.log"; record_from fuzz "$DIR/torture.log" 0; record_from torture "$DIR/torture.log" 0
 # one exit code for three summaries: count it only when none of them
 # already counts a failure
 grep -qE '^(fuzz|torture|torture-ha): [0-9]+ passed, [1-9][0-9]* failed' "$DIR/torture.log" && rc=0
 record_from torture-ha "$DIR/torture.log" $rc
+
+section "high availability: a Patroni cluster (etcd, strict synchronous mode) in network namespaces; a failover, a client cut off, an isolated primary (~2 min)"
+/usr/bin/python3 regress/ha/quick.py "$DIR/ha" > "$DIR/ha.log" 2>&1; rc=$?
+cat "$DIR/ha.log"; record_from ha "$DIR/ha.log" $rc
 
 section "set-up errors"
 regress/setup/run.sh > "$DIR/setup.log" 2>&1; rc=$?

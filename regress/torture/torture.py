@@ -63,6 +63,7 @@ script builds the standby in DIR2).  Prints a table and
 """
 import argparse
 import collections
+import contextlib
 import datetime
 import json
 import os
@@ -79,6 +80,20 @@ import psycopg2
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "..", "..", "scripts", "pg_cluster.sh")
+sys.path.insert(0, os.path.join(HERE, "..", "ha"))
+from halib import NODES, Cluster, netns  # noqa: E402
+
+# --patroni: the namespaces of scripts/ha.sh's cluster and of the clients;
+# a quarter of the clients live in the second, which a client partition cuts
+PATRONI_PREFIX = "dltt-"
+PATRONI_NS = ("c1", "c2")
+PATRONI_PORT_BASE = int(os.environ.get("TORTURE_PATRONI_PORT_BASE", 6000))
+# a cut link errors out within seconds instead of hanging a client
+TCP_CUT = " tcp_user_timeout=4000 keepalives=1 keepalives_idle=2 keepalives_interval=1 keepalives_count=2"
+PATRONI_FAULTS = ["failover: kill -9 of the leader's Patroni and PostgreSQL",
+                  "failover: the leader cut from its peers and etcd, clients still reach it",
+                  "kill -9 of an etcd member",
+                  "client partition: a quarter of the clients cut from the leader"]
 HOT = ["hot/%d" % i for i in range(3)]
 COLD = ["cold/%d" % i for i in range(400)]
 # long leases, mostly left to expire, so that many acknowledged leases are
@@ -300,8 +315,9 @@ class Grant:
 
 
 class Client:
-    def __init__(self, cid, rec, dsn, deadline, seed, kind="t"):
+    def __init__(self, cid, rec, dsn, deadline, seed, kind="t", ns=None):
         self.cid = cid
+        self.ns = ns              # the network namespace it connects from
         self.rec = rec
         self.dsn = dsn
         self.deadline = deadline
@@ -323,8 +339,9 @@ class Client:
         delay = 0.02
         while mono() < self.deadline:
             try:
-                self.conn = psycopg2.connect(self.dsn, application_name="torture-%s%d"
-                                             % (self.kind, self.cid), connect_timeout=3)
+                with netns(self.ns) if self.ns else contextlib.nullcontext():
+                    self.conn = psycopg2.connect(self.dsn, application_name="torture-%s%d"
+                                                 % (self.kind, self.cid), connect_timeout=3)
                 self.conn.autocommit = True
                 self.conn_at = mono()
                 self.q("SET client_min_messages = error")
@@ -981,10 +998,17 @@ class Run:
     def __init__(self, args):
         self.args = args
         self.rec = Recorder()
-        self.nodes = [(args.dir, args.port)] + ([(args.dir2, args.port2)] if args.ha else [])
+        self.cl = Cluster(args.patroni, PATRONI_PREFIX, PATRONI_PORT_BASE) if args.patroni else None
+        self.nodes = [] if self.cl else \
+            [(args.dir, args.port)] + ([(args.dir2, args.port2)] if args.ha else [])
         self.primary = 0
-        self.dsn = dsn_of(self.nodes)
+        # the harness's connections; the clients' (TCP from their namespaces
+        # under --patroni) are set in setup
+        self.dsn = None if self.cl else dsn_of(self.nodes)
+        self.client_dsn = self.dsn
         self.admin = Admin(self.dsn)
+        self.fault_rng = random.Random(args.seed)
+        self.fault_node = None
         self.deadline = None
         self.stop = threading.Event()
         self.procs = {}             # cid -> Popen
@@ -999,7 +1023,7 @@ class Run:
         self.events = []            # (time, kind) of the heavy faults
         self.stalls = []            # (start, end) when this process or the server did not run
         self.recovery_list = []     # and how long each took
-        self.log_dirs = [d for d, _ in self.nodes]
+        self.log_files = [os.path.join(d, "server.log") for d, _ in self.nodes]
 
     # -- set-up -------------------------------------------------------------
 
@@ -1040,8 +1064,30 @@ class Run:
         direct.close()
         raise RuntimeError("the standby did not become synchronous")
 
+    def start_patroni(self):
+        """scripts/ha.sh's cluster in namespaces, and the clients' ones."""
+        self.client_dsn = self.cl.start() + TCP_CUT
+        for ns in PATRONI_NS:
+            self.cl.client(ns)
+        self.nodes = [self.cl.socket(n) for n in NODES]
+        # through the unix sockets, which no cut touches; a statement on an
+        # isolated primary waits for its standby: let it give up
+        self.dsn = dsn_of(self.nodes, " options='-c statement_timeout=10s'")
+        self.admin = Admin(self.dsn)
+        self.log_files = [self.cl.log_file(n) for n in NODES]
+        if self.cl.wait_healthy(180) is None:
+            raise RuntimeError("the Patroni cluster did not become healthy: %s"
+                               % self.cl.sh("status", self.cl.dir, check=False))
+
+    def client_ns(self, cid):
+        if not self.cl:
+            return None
+        return PATRONI_PREFIX + PATRONI_NS[1 if cid % 4 == 3 else 0]
+
     def setup(self):
-        if self.args.ha:
+        if self.cl:
+            self.start_patroni()
+        elif self.args.ha:
             self.make_standby()
         self.admin.q("DROP TABLE IF EXISTS torture_guard, torture_active")
         self.admin.q("CREATE TABLE torture_guard (name text PRIMARY KEY, last_token bigint NOT NULL)")
@@ -1058,10 +1104,12 @@ class Run:
     # -- client processes -----------------------------------------------------
 
     def spawn(self, cid):
-        env = dict(os.environ, TORTURE_DSN=self.dsn)
-        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--proc-client", str(cid),
-                              "--proc-deadline", repr(self.deadline),
-                              "--proc-seed", str(random.randrange(1 << 30))],
+        env = dict(os.environ, TORTURE_DSN=self.client_dsn)
+        # ip netns exec execs the command: the pid stays the client's
+        ns = ["ip", "netns", "exec", self.client_ns(cid)] if self.cl else []
+        p = subprocess.Popen(ns + [sys.executable, os.path.abspath(__file__), "--proc-client", str(cid),
+                                   "--proc-deadline", repr(self.deadline),
+                                   "--proc-seed", str(random.randrange(1 << 30))],
                              stdout=subprocess.PIPE, env=env, text=True, bufsize=1)
         p.killed = False
         t = threading.Thread(target=self.read_proc, args=(cid, p), daemon=True)
@@ -1206,16 +1254,21 @@ class Run:
             t_down = mono()
         elif kind == "failover: kill -9 of the primary, promote the standby":
             self.failover()
+        elif kind in PATRONI_FAULTS:
+            self.patroni_fault(kind)
         self.rec.fault(kind)
         self.events.append((t0, kind))
-        ok = self.wait_worker(old, 60)
+        failover = kind.startswith("failover")
+        # without a failover the worker is the same: any answer will do
+        ok = self.wait_worker(old if failover or not self.cl else None, 60)
         t1 = mono()
         self.windows.append((t0, t1))
         self.recovery.setdefault(kind, []).append(t1 - t0)
         self.recovery_list.append(t1 - t0)
         if ok:
-            self.check_after_restart(kind, leases, before, snap_now, t_down - t_snap)
-        if kind.startswith("failover"):
+            self.check_after_restart(kind, leases, before, snap_now, t_down - t_snap,
+                                     grace=failover or not self.cl)
+        if failover:
             # the failover time: kill to the first successful acquire of a client
             end = mono() + 10
             while mono() < end and self.rec.first_grant_after is None:
@@ -1228,7 +1281,10 @@ class Run:
                                    " after the failover")
             else:
                 self.failover_times.append(first - t0)
-            self.make_standby()
+            if self.cl:
+                self.patroni_restore(kind)
+            else:
+                self.make_standby()
 
     def failover(self):
         pd, _ = self.primary_dir()
@@ -1246,6 +1302,51 @@ class Run:
                 os.kill(k, signal.SIGKILL)
         cluster("promote", self.standby_node()[0])
         self.primary = 1 - self.primary
+
+    def patroni_fault(self, kind):
+        """A fault of PATRONI_FAULTS; a failover returns once another node
+        leads and the old leader is a primary no more."""
+        leader = self.cl.patroni_leader()
+        if leader is None:
+            raise RuntimeError("no leader before: %s" % kind)
+        self.fault_node = leader
+        if kind.startswith("kill -9 of an etcd member"):
+            node = self.fault_rng.choice(NODES)
+            self.cl.kill_node(node, ("etcd",))
+            time.sleep(5)
+            self.cl.start_node(node)
+            return
+        if kind.startswith("client partition"):
+            self.cl.cut(PATRONI_NS[1], leader)
+            time.sleep(LONG_TTL + 2)        # its leases run out meanwhile
+            self.cl.heal(PATRONI_NS[1], leader)
+            return
+        if "kill -9" in kind:
+            self.cl.kill_node(leader)
+        else:
+            others = [n for n in NODES if n != leader]
+            self.cl.cut(leader, others[0], leader, others[1])
+        with self.rec.lock:
+            self.rec.watch_from = mono()
+        new = self.cl.wait_leader(other_than=leader, timeout=150)
+        if new is None:
+            raise RuntimeError("no new leader 150 s after: %s" % kind)
+        end = mono() + 60
+        while mono() < end and self.cl.role(leader) == "primary":
+            time.sleep(0.2)
+        if self.cl.role(leader) == "primary":
+            self.rec.violation("invariants", "%s is still a primary 60 s after %s promoted"
+                               " (%s)" % (leader, new, kind))
+
+    def patroni_restore(self, kind):
+        """The old leader back as a replica: started again, or the cut healed."""
+        if "kill -9" in kind:
+            self.cl.start_node(self.fault_node)
+        else:
+            self.cl.heal()
+        if self.cl.wait_healthy(240) is None:
+            self.rec.violation("harness", "no healthy cluster 240 s after %s: %s" % (
+                kind, self.cl.sh("status", self.cl.dir, check=False)))
 
     def check_after_restart(self, kind, leases, before, snap_now, to_fault, grace=True):
         """Every lease held (by the server's view) and unexpired when the fault
@@ -1293,24 +1394,32 @@ class Run:
     def faults(self):
         rng = random.Random(self.args.seed)
         a = self.args
-        kinds = (["failover: kill -9 of the primary, promote the standby"] if a.ha else
+        kinds = (PATRONI_FAULTS if self.cl else
+                 ["failover: kill -9 of the primary, promote the standby"] if a.ha else
                  ["SIGKILL of the dlock worker", "SIGKILL of a client backend",
                   "pg_ctl restart -m immediate"])
-        if a.ha:
+        counted = a.ha or self.cl       # a given number of heavy faults
+        if counted:
             gap = a.seconds / (a.failovers + 1)
         else:
             gap = a.heavy_every
+        self.fault_rng = rng
         round_ = []
         heavy = 0
         next_heavy = mono() + gap * rng.uniform(0.5, 1.0)
         time.sleep(1)
+        # a Patroni failover takes a while: none starts near the end
         while mono() < self.deadline - (4 if a.ha else 2):
             try:
-                if mono() >= next_heavy and not (a.ha and heavy >= a.failovers):
+                if mono() >= next_heavy and not (counted and heavy >= a.failovers) and \
+                        not (self.cl and mono() > self.deadline - 45):
                     heavy += 1
                     if not round_:
                         round_ = kinds[:]
                         rng.shuffle(round_)
+                        # failovers first (pop takes from the end): a short
+                        # run has them
+                        round_.sort(key=lambda k: k.startswith("failover"))
                     self.heavy_fault(round_.pop())
                     next_heavy = mono() + gap * rng.uniform(0.6, 1.2)
                 else:
@@ -1538,9 +1647,9 @@ class Run:
     def scan_logs(self):
         """Crashes we did not cause: PANIC, or a process killed by another signal."""
         bad = []
-        for d in self.log_dirs:
+        for path in self.log_files:
             try:
-                with open(os.path.join(d, "server.log"), errors="replace") as f:
+                with open(path, errors="replace") as f:
                     for line in f:
                         if "PANIC" in line or (re.search(r"terminated by signal (\d+)", line) and
                                                not re.search(r"terminated by signal 9\b", line)):
@@ -1558,7 +1667,8 @@ class Run:
         self.setup()
         started = self.started = mono()
         self.deadline = started + a.seconds
-        clients = [Client(i, self.rec, self.dsn, self.deadline, a.seed * 1000 + i)
+        clients = [Client(i, self.rec, self.client_dsn, self.deadline, a.seed * 1000 + i,
+                          ns=self.client_ns(i))
                    for i in range(a.clients)]
         threads = [threading.Thread(target=c.loop, daemon=True) for c in clients]
         for t in threads:
@@ -1600,7 +1710,7 @@ class Run:
     def report(self, elapsed, checks):
         a = self.args
         rec = self.rec
-        name = "torture-ha" if a.ha else "torture"
+        name = suite_name(a)
         print("%-58s %10s" % ("operations", "count"))
         for k in sorted(rec.stats):
             print("%-58s %10d" % (k, rec.stats[k]))
@@ -1612,9 +1722,9 @@ class Run:
         print("heavy faults (monotonic clock, the run started at %.3f): %s" % (
             self.started, ", ".join("%.3f %s (%.2f s)" % (t, k.split(":")[0], r)
                                     for (t, k), r in zip(self.events, self.recovery_list))))
-        if a.ha:
+        if a.ha or a.patroni:
             ft = ", ".join("%.2f s" % x for x in self.failover_times) or "none measured"
-            print("failover time, kill -9 of the primary to the first successful acquire: %s" % ft)
+            print("failover time, the fault to the first successful acquire: %s" % ft)
         print("largest lease overstay while running (not asserted): %.3f s; after quiescence: %.3f s"
               % (self.lease_overstay, self.quiet_overstay))
         print("largest overrun of a blocking call past its timeout: %.3f s" % self.worst_overrun)
@@ -1653,7 +1763,8 @@ class Run:
             failed += 1
         else:
             passed += 1
-        heavy = sum(v for k, v in rec.faults.items() if k.startswith(("SIGKILL", "pg_ctl", "failover")))
+        heavy = sum(v for k, v in rec.faults.items()
+                    if k.startswith(("SIGKILL", "pg_ctl", "failover")) or k in PATRONI_FAULTS)
         if heavy == 0:
             print("FAIL no crash, restart or failover happened")
             failed += 1
@@ -1665,7 +1776,7 @@ class Run:
         print("| %s | %d threads + %d processes | %.0f s | %d | %s | %d | exclusion %d, tokens"
               " backwards %d, leases lost %d, late calls %d, other %d; fencing rejections of"
               " expired leases (legitimate) %d |"
-              % ("HA (failover)" if a.ha else "crash", a.clients, a.procs, elapsed,
+              % ("Patroni (HA)" if a.patroni else "HA (failover)" if a.ha else "crash", a.clients, a.procs, elapsed,
                  rec.stats.get("operations", 0), faults, sum(rec.checks.values()),
                  len(rec.violations.get("exclusion", [])),
                  len(rec.violations.get("tokens backwards", [])),
@@ -1747,6 +1858,7 @@ def main():
     ap.add_argument("--dir2")
     ap.add_argument("--port2", type=int)
     ap.add_argument("--ha", action="store_true")
+    ap.add_argument("--patroni", metavar="DIR")
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--procs", type=int, default=4)
@@ -1765,10 +1877,23 @@ def main():
         return proc_client_main(args.proc_client, args.proc_deadline, args.proc_seed)
     print("seed %d (TORTURE_SEED=%d repeats the fault schedule)" % (args.seed, args.seed))
     if selftest():
-        print("%s: 0 passed, 1 failed" % ("torture-ha" if args.ha else "torture"))
+        print("%s: 0 passed, 1 failed" % suite_name(args))
         return 1
     sys.stdout.flush()
-    return Run(args).run()
+    run = Run(args)
+    try:
+        return run.run()
+    except Exception as e:      # a run that could not start or end is a failure
+        print("FAIL the run ended with %r" % e)
+        print("%s: 0 passed, 1 failed" % suite_name(args))
+        return 1
+    finally:
+        if run.cl:
+            run.cl.stop()
+
+
+def suite_name(args):
+    return "torture-patroni" if args.patroni else "torture-ha" if args.ha else "torture"
 
 
 if __name__ == "__main__":
