@@ -49,6 +49,7 @@ class netns:
 
 
 def alive(pid):
+    """Whether pid runs (a zombie, not yet reaped, is gone for our purposes)."""
     try:
         with open("/proc/%d/stat" % pid) as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"

@@ -81,7 +81,7 @@ import psycopg2
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "..", "..", "scripts", "pg_cluster.sh")
 sys.path.insert(0, os.path.join(HERE, "..", "ha"))
-from halib import NODES, Cluster, netns  # noqa: E402
+from halib import NODES, Cluster, alive, children_of, netns  # noqa: E402
 
 # --patroni: the namespaces of scripts/ha.sh's cluster and of the clients;
 # a quarter of the clients live in the second, which a client partition cuts
@@ -920,32 +920,6 @@ def cluster(*args, env=None):
 def postmaster_pid(d):
     with open(os.path.join(d, "data", "postmaster.pid")) as f:
         return int(f.readline())
-
-
-def children_of(pid):
-    out = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open("/proc/%s/stat" % p) as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(p))
-            except (OSError, IndexError, ValueError):
-                pass
-    return out
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is gone for our purposes
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def dsn_of(nodes, extra=""):
