@@ -7,7 +7,9 @@ in theirs.  The quick checks of `make check`:
   failover: kill -9 of the leader's Patroni and PostgreSQL.  A lease
       acknowledged before is renewed by its key on the promoted node with
       the same token; a session lock of the old leader is free there; the
-      next grant has a larger token than any before.  The time from the
+      next grant has a larger token than any before; the Python client
+      (clients/python) keeps its lease across the failover, renewing it on
+      the new leader, and releases it there.  The time from the
       kill to the renewal is printed.
   client partition: a client holding a lease is cut from the leader.  Its
       lease runs out and the lock goes to another client with a larger
@@ -29,9 +31,13 @@ import sys
 import threading
 import time
 
+import psycopg
 import psycopg2
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python"))
+import dlock  # noqa: E402
 from checklib import check, run  # noqa: E402
 from halib import NODES, Cluster, mono, netns  # noqa: E402
 
@@ -105,11 +111,24 @@ def standby(cl):
           got.startswith("25006") and took < 2, "%s after %.1f s" % (got, took))
 
 
+def factory(cl, ns):
+    """The Python client's connections, from namespace ns (each a new one)."""
+    def connect_():
+        with netns(cl.ns(ns)):
+            return psycopg.connect(cl.dsn, autocommit=True, connect_timeout=2,
+                                   tcp_user_timeout=4000)
+    return connect_
+
+
 def failover(cl, c1):
     a = connect(cl, c1)
     old = node_of(cl, a)
     lease = one(a, "SELECT dlock_acquire('ha/lease', ttl => '120 s', owner => 'k-lease')")
     session = one(a, "SELECT dlock_acquire('ha/session')")
+    # the Python client holds a 45 s lease across the failover: it renews
+    # every 15 s and retries on new connections until the lease's deadline
+    client = dlock.lock(factory(cl, c1), "ha/client", ttl=45)
+    py_held = client.__enter__()
     t0 = mono()
     cl.kill_node(old)
     b = None
@@ -139,6 +158,17 @@ def failover(cl, c1):
     check("failover: the old leader's session lock is free on the new one",
           free is not None and free > max(lease, session),
           "token %r after %d, %d" % (free, lease, session))
+    # a renewal by the client after the failover moves the expiry
+    expiry = one(b, "SELECT max(expires_at) FROM dlock.locks WHERE name = 'ha/client'")
+    moved = until(lambda: one(b, "SELECT max(expires_at) > %s FROM dlock.locks"
+                                 " WHERE name = 'ha/client'", (expiry,)), 40)
+    check("failover: the Python client's lease is held and renewed on the new leader, not lost",
+          moved and not py_held.lost and
+          one(b, "SELECT array_agg(token) FROM dlock.locks WHERE name = 'ha/client'") == [py_held.token],
+          "renewed %r, lost %r (%s)" % (moved, py_held.lost, py_held.lost_reason))
+    client.__exit__(None, None, None)
+    check("failover: ... and released by it",
+          not one(b, "SELECT count(*) FROM dlock.locks WHERE name = 'ha/client'"), "")
     one(b, "SELECT dlock_release('ha/lease', owner => 'k-lease')")
     nxt = one(b, "SELECT dlock_acquire('ha/lease', ttl => '10 s', owner => 'k-next')")
     check("failover: the next grant of the lease's lock has a larger token",
