@@ -30,6 +30,7 @@
 #include "dlock_mgr.h"
 #include "dlock_store.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -58,6 +59,11 @@
 #define LOAD_WAIT_US (10LL * 1000000)
 /* A batch that failed this often in a row answers its requests with the error. */
 #define MAX_BATCH_FAILURES 3
+/* A server that may not serve (a replica, a Galera node) is asked again this often. */
+#define ROLE_RECHECK_MS 1000
+/* Waiting for the semi-synchronous replica: pauses between looks, doubling. */
+#define SYNC_PAUSE_MIN_MS 10
+#define SYNC_PAUSE_MAX_MS 1000
 
 unsigned int dlock_queue_row_delay_ms = 5;
 unsigned int dlock_restart_grace_ms = 5000;
@@ -134,6 +140,24 @@ static int	last_load_rc;		/* of the last failed load: -1, -2 */
 static bool reload_requested;	/* dlock_reload(): rebuild after this batch */
 static int	deferred = 0;
 static DLockTime deferred_since;
+static bool refusing;			/* this server may not serve: a replica, a Galera node */
+static char refusal[sizeof(((DlockErr *) 0)->msg)];	/* ... why, as logged */
+
+/*
+ * The server's semi-synchronous replication as a primary, read from its own
+ * globals (mariadbd exports them, as it does the symbols dlock_udf.c uses):
+ * whether commits wait for a replica's acknowledgement
+ * (rpl_semi_sync_master_enabled), and how many commits that should have
+ * waited did not get it (Rpl_semi_sync_master_no_tx: the wait timed out, a
+ * KILL QUERY or KILL hit the waiting connection - after which the statement
+ * succeeds all the same -, semi-sync had fallen back to asynchronous, or no
+ * replica was there with rpl_semi_sync_master_wait_no_slave OFF).  Both
+ * are updated by the committing thread itself, before its statement
+ * returns (Rpl_semi_sync_master_status is not: it is refreshed only by
+ * SHOW STATUS).  NULL when the server has none of them.
+ */
+static const volatile char *ss_enabled;
+static const volatile unsigned long *ss_no_tx;
 
 /*
  * Statistics (dlock_stat, the view dlock.stats): the manager thread counts
@@ -245,6 +269,26 @@ static bool
 session_of_this_run(int64_t start)
 {
 	return ((unsigned long long) start & ~0xffffffffULL) == run_base;
+}
+
+/* A fresh random run: the session rows of before are no session of it. */
+static int
+new_run_base(void)
+{
+	unsigned long long r = 0;
+
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t) sizeof(r))
+		return -1;
+	/* a positive start whose low 32 bits carry the connection id's high bits */
+	run_base = (r & 0x3fffffff00000000ULL) | 0x100000000ULL;
+	return 0;
+}
+
+/* Whether this server is a semi-synchronous primary (its commits wait for a replica). */
+int
+mgr_semisync_enabled(void)
+{
+	return ss_enabled != NULL && ss_no_tx != NULL && *ss_enabled;
 }
 
 /* ------------------------------------------------------------------------
@@ -746,6 +790,20 @@ reload(DlockErr *err)
 	picture_drop();
 	if (store_conn_id() == 0 && (rc = store_open(err)) != 0)
 		return rc;
+	/* a replica or a Galera node does not serve (asked before any table is opened) */
+	rc = store_role(err);
+	if (rc != 0)
+		return rc < 0 ? -1 : -3;
+	if (refusing)
+	{
+		/*
+		 * Promoted: a connection of its own, whose read timeout fits a
+		 * semi-synchronous primary (store_open).
+		 */
+		store_close();
+		if ((rc = store_open(err)) != 0)
+			return rc;
+	}
 	if (store_installed(&installed, err) != 0)
 		return -1;
 	if (!installed)
@@ -926,11 +984,11 @@ publish_locked(void)
 }
 
 static void
-answer_error_locked(Slot *s, const char *msg)
+answer_error_locked(Slot *s, int code, const char *msg)
 {
 	memset(&s->res, 0, sizeof(s->res));
 	s->res.status = DLOCK_STATUS_ERROR;
-	dlock_set_err(&s->err, DLOCK_ER_UNKNOWN, "%s: %s", s->inspect_fn ? "dlock" : s->call.fn, msg);
+	dlock_set_err(&s->err, code, "%s: %s", s->inspect_fn ? "dlock" : s->call.fn, msg);
 	s->pending = false;
 	s->state = SLOT_DONE;
 	pthread_cond_signal(&s->cond.c);
@@ -987,7 +1045,7 @@ resubmit_locked(bool fail, const char *msg)
 		if (s->state != SLOT_ACCEPTED)
 			continue;
 		if (fail || decided || s->inspect_fn)
-			answer_error_locked(s, msg);
+			answer_error_locked(s, DLOCK_ER_UNKNOWN, msg);
 		else
 		{
 			/* submitted again, in their old order */
@@ -1084,6 +1142,81 @@ batch_outcome(DlockErr *err)
 	return store_retry(store_batch_applied, "tell whether a batch was applied", err);
 }
 
+static void
+pause_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * On a semi-synchronous primary no answer goes out before the replica has
+ * acknowledged the batch: an isolated primary must never acknowledge a
+ * grant that the replica promoted in its place does not know of - a lease,
+ * a session's lock (the replica skips those rows, but the ack proves the
+ * primary was not alone when it granted), a ticket block.  Every statement
+ * of a batch waits for the acknowledgement in the server, MEMORY tables'
+ * too - unless MariaDB ends the wait early: after
+ * rpl_semi_sync_master_timeout (and then it stops waiting at all until a
+ * replica has caught up), without a replica when
+ * rpl_semi_sync_master_wait_no_slave is OFF, or when a KILL QUERY or KILL
+ * hits the waiting connection; the statement then succeeds as if
+ * acknowledged.  Each such commit counts in Rpl_semi_sync_master_no_tx.
+ * So when that count moved during the batch (whichever connection's commit
+ * it was), the manager writes one more change (store_sync) until one
+ * commits with the count still: the replica acknowledges binary log
+ * positions in order, so that covers the whole batch.  Meanwhile calls
+ * wait, past their timeouts; an unacknowledged change is written again
+ * with growing pauses, which also gives a replica that caught up an event
+ * to acknowledge (semi-sync comes back on with one).  0, or -1 with err:
+ * the server stops, or this server became read-only.
+ */
+static int
+semisync_confirm(unsigned long no_tx, DlockErr *err)
+{
+	DLockTime	began = 0;
+	long		pause = SYNC_PAUSE_MIN_MS;
+	bool		need = mgr_semisync_enabled() && *ss_no_tx != no_tx;
+
+	while (need && mgr_semisync_enabled())
+	{
+		unsigned long before = *ss_no_tx;
+
+		if (began == 0)
+		{
+			began = mono_us();
+			fprintf(stderr, "dlock: lock manager waits for the semi-synchronous "
+					"replica to acknowledge a batch (a commit went without its "
+					"acknowledgement); no answer goes out before\n");
+		}
+		if (stopping)
+		{
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "the server stops before the "
+					"semi-synchronous replica acknowledged the batch");
+			return -1;
+		}
+		if ((store_conn_id() == 0 && store_open(err) != 0) || store_sync(err) != 0)
+		{
+			if (store_last_errno() == DLOCK_ER_READ_ONLY)
+				return -1;
+			store_close();
+		}
+		else if (*ss_no_tx == before)
+		{
+			need = false;
+			continue;
+		}
+		pause_ms(pause);
+		if (pause < SYNC_PAUSE_MAX_MS)
+			pause *= 2;
+	}
+	if (began != 0)
+		fprintf(stderr, "dlock: lock manager: the replica acknowledged the batch "
+				"after %.1f s\n", (double) (mono_us() - began) / 1e6);
+	return 0;
+}
+
 /*
  * Write the batch decided on the picture, again on a new connection after
  * a failure (a KILL of the store connection, a restart of InnoDB's
@@ -1099,10 +1232,14 @@ static int
 batch_write(DlockErr *err)
 {
 	DLockTime	until = mono_us() + LOAD_WAIT_US;
-	long		pause_ms = RETRY_MIN_MS;
+	long		pause = RETRY_MIN_MS;
 	bool		durable_in = false;
 	int			tries = 0;
+	unsigned long no_tx = mgr_semisync_enabled() ? *ss_no_tx : 0;
 
+	/* semi-sync turned on or off since the connection was made: a new one (store_open) */
+	if (store_conn_id() != 0 && store_patient() != mgr_semisync_enabled())
+		store_close();
 	for (;;)
 	{
 		int			rc;
@@ -1118,7 +1255,7 @@ batch_write(DlockErr *err)
 			if (tries > 0)
 				fprintf(stderr, "dlock: lock manager wrote a batch after %d failed "
 						"tries\n", tries);
-			return 0;
+			return semisync_confirm(no_tx, err);
 		}
 		if (rc == -2)
 		{
@@ -1133,20 +1270,60 @@ batch_write(DlockErr *err)
 		}
 		if (rc == -3)
 			durable_in = true;
+		/* read_only now (a demotion): no use writing again */
+		if (store_last_errno() == DLOCK_ER_READ_ONLY)
+		{
+			store_rollback();
+			return -1;
+		}
 		if (tries++ == 0)
 			fprintf(stderr, "dlock: lock manager writes a batch again: %s\n", err->msg);
 		store_rollback();
 		store_close();
 		if (mono_us() >= until || stopping)
 			return -1;
-		{
-			struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
-
-			nanosleep(&ts, NULL);
-		}
-		if (pause_ms < 500)
-			pause_ms *= 2;
+		pause_ms(pause);
+		if (pause < 500)
+			pause *= 2;
 	}
+}
+
+/*
+ * This server may not serve (store_role says why): every call is answered
+ * with that at once, and the server is asked again at the next call and
+ * every ROLE_RECHECK_MS - a promotion takes effect without a restart.  The
+ * store connection stays open for that.  Becoming a replica (or a Galera
+ * node) ends the sessions' locks, as a restart does: a new run makes every
+ * session row of before belong to no session of this run, and the load
+ * after a promotion drops them and gives the leases the restart grace
+ * (their holders could not renew them during the failover).
+ */
+static void
+refuse(const DlockErr *why, Slot *fresh, Slot *inspects)
+{
+	if (!refusing || strcmp(refusal, why->msg) != 0)
+		fprintf(stderr, "dlock: lock manager does not serve: %s\n", why->msg);
+	snprintf(refusal, sizeof(refusal), "%s", why->msg);
+	if (!refusing)
+	{
+		refusing = true;
+		first_load = true;
+		(void) new_run_base();
+	}
+	last_load_rc = -3;
+	failures = 1;				/* the collect loop waits for retry_at */
+	retry_at = mono_us() + (DLockTime) ROLE_RECHECK_MS * 1000;
+	pthread_mutex_lock(&mu.m);
+	snprintf(not_ready, sizeof(not_ready), "%s", why->msg);
+	nended = 0;					/* no session of this run holds anything here */
+	for (Slot *s = fresh, *nx; s; s = nx)
+	{
+		nx = s->next;
+		answer_error_locked(s, why->code, why->msg);
+	}
+	for (Slot *s = inspects; s; s = s->next)
+		answer_error_locked(s, why->code, why->msg);
+	pthread_mutex_unlock(&mu.m);
 }
 
 static void *
@@ -1184,8 +1361,12 @@ manager_main(void *arg)
 				/* not loaded: load at once, or after the pause of a failure */
 				if (failures == 0 || mono_us() >= retry_at)
 					break;
-				/* not installed: a call may come right after the install */
-				if (last_load_rc == -2 && (submit_head || inspect_head))
+				/*
+				 * not installed: a call may come right after the install;
+				 * refused: a call may come right after a promotion
+				 */
+				if ((last_load_rc == -2 || last_load_rc == -3) &&
+					(submit_head || inspect_head))
 					break;
 				deadline_ts(&ts, retry_at - mono_us());
 				pthread_cond_timedwait(&work_cond, &mu.m, &ts);
@@ -1235,6 +1416,11 @@ manager_main(void *arg)
 		{
 			int			rc = reload(&err);
 
+			if (rc == -3)
+			{
+				refuse(&err, fresh, inspects);
+				continue;
+			}
 			if (rc != 0)
 			{
 				DLockTime	mono = mono_us();
@@ -1269,7 +1455,7 @@ manager_main(void *arg)
 						keep_tail = s;
 					}
 					else
-						answer_error_locked(s, not_ready);
+						answer_error_locked(s, DLOCK_ER_UNKNOWN, not_ready);
 				}
 				if (keep)
 				{
@@ -1279,11 +1465,18 @@ manager_main(void *arg)
 					submit_head = keep;
 				}
 				for (Slot *s = inspects; s; s = s->next)
-					answer_error_locked(s, not_ready);
+					answer_error_locked(s, DLOCK_ER_UNKNOWN, not_ready);
 				pthread_mutex_unlock(&mu.m);
 				continue;
 			}
 			failures = 0;
+			if (refusing)
+			{
+				fprintf(stderr, "dlock: lock manager serves: this server is no "
+						"longer a replica\n");
+				refusing = false;
+				refusal[0] = '\0';
+			}
 			pthread_mutex_lock(&mu.m);
 			not_ready[0] = '\0';
 			pthread_mutex_unlock(&mu.m);
@@ -1443,8 +1636,6 @@ manager_main(void *arg)
 int
 mgr_start(DlockErr *err)
 {
-	unsigned long long r = 0;
-
 	pthread_mutex_lock(&mu.m);
 	if (thread_started)
 	{
@@ -1454,8 +1645,15 @@ mgr_start(DlockErr *err)
 	pthread_condattr_init(&cond_attr);
 	pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&work_cond, &cond_attr);
+	/* my_bool and ulong in MariaDB 10.11's semisync_master.cc */
+	ss_enabled = dlsym(RTLD_DEFAULT, "rpl_semi_sync_master_enabled");
+	ss_no_tx = dlsym(RTLD_DEFAULT, "rpl_semi_sync_master_no_transactions");
+	if (ss_enabled == NULL || ss_no_tx == NULL)
+		fprintf(stderr, "dlock: this server does not export its semi-synchronous "
+				"replication state: answers on a semi-synchronous primary are not "
+				"held back until the replica acknowledged them\n");
 	slots = calloc(NSLOTS, sizeof(Slot));
-	if (slots == NULL || getrandom(&r, sizeof(r), 0) != (ssize_t) sizeof(r))
+	if (slots == NULL || new_run_base() != 0)
 	{
 		free(slots);
 		slots = NULL;
@@ -1463,8 +1661,6 @@ mgr_start(DlockErr *err)
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "dlock: cannot set up the lock manager");
 		return -1;
 	}
-	/* a positive start whose low 32 bits carry the connection id's high bits */
-	run_base = (r & 0x3fffffff00000000ULL) | 0x100000000ULL;
 	for (int i = NSLOTS - 1; i >= 0; i--)
 	{
 		slots[i].index = i;
@@ -1507,7 +1703,7 @@ mgr_stop(void)
 	/* calls still waiting (none after a clean shutdown) get an error */
 	for (int i = 0; i < NSLOTS; i++)
 		if (slots[i].state == SLOT_SUBMITTED || slots[i].state == SLOT_ACCEPTED)
-			answer_error_locked(&slots[i], "the lock manager stopped");
+			answer_error_locked(&slots[i], DLOCK_ER_UNKNOWN, "the lock manager stopped");
 	submit_head = submit_tail = NULL;
 	inspect_head = inspect_tail = NULL;
 	withdraw_head = NULL;

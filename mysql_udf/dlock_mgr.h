@@ -38,6 +38,7 @@
 #define DLOCK_ER_INTERRUPTED 1317	/* ER_QUERY_INTERRUPTED, 70100 */
 #define DLOCK_ER_ACCESS 1370		/* ER_PROCACCESS_DENIED_ERROR, 42000 */
 #define DLOCK_ER_QUOTA 1226			/* ER_USER_LIMIT_REACHED, 42000 */
+#define DLOCK_ER_READ_ONLY 1290		/* ER_OPTION_PREVENTS_STATEMENT, HY000 */
 
 /* What a caller may do (dlock_udf.c checks them with the server's ACL). */
 #define DLOCK_ACCESS_USER 1		/* take, renew and release locks */
@@ -135,6 +136,9 @@ extern unsigned long long dlock_max_ttl_seconds;
 /* The manager thread: started and stopped with the plugin. */
 extern int	mgr_start(DlockErr *err);
 extern void mgr_stop(void);
+
+/* Whether this server is a semi-synchronous primary (its commits wait for a replica). */
+extern int	mgr_semisync_enabled(void);
 
 /* Whether the manager serves; fills err with why not (prefixed by fn). */
 extern int	mgr_check_running(const char *fn, DlockErr *err);

@@ -58,6 +58,8 @@ enum
 	Q_SESSION_SWAP,
 	Q_LIVE_SWAP,
 	Q_KEYED_SWAP,
+	Q_ROLE,
+	Q_COUNTER_BUMP,
 	NQ
 };
 
@@ -129,11 +131,28 @@ static const char *const Q[NQ] = {
 	"SELECT `count`, IFNULL(expires_us, 0), kept, mode FROM dlock.held_keyed WHERE token = ?",
 	[Q_PROBE_QUEUE] =
 	"SELECT IFNULL(kept_until_us, 0), keep FROM dlock.queue_kept WHERE ticket = ?",
+	/*
+	 * Whether this server may serve (store_role): read-only (a replica, or
+	 * a demoted primary), a Galera node, or a replica's threads running.
+	 * From information_schema rather than @@wsrep_on, which a server built
+	 * without Galera does not know; any read_only value but OFF counts.
+	 */
+	[Q_ROLE] =
+	"SELECT IFNULL(MAX(VARIABLE_NAME = 'READ_ONLY' AND VARIABLE_VALUE <> 'OFF'), 0), "
+	"IFNULL(MAX(VARIABLE_NAME = 'WSREP_ON' AND VARIABLE_VALUE <> 'OFF'), 0), "
+	"(SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+	"WHERE COMMAND IN ('Slave_IO', 'Slave_SQL', 'Slave_worker')) "
+	"FROM information_schema.GLOBAL_VARIABLES "
+	"WHERE VARIABLE_NAME IN ('READ_ONLY', 'WSREP_ON')",
+	/* a change the semi-synchronous replica must acknowledge (store_sync) */
+	[Q_COUNTER_BUMP] =
+	"UPDATE dlock.counter SET hi = hi + 1 WHERE id = 1",
 };
 
 static MYSQL *conn;
 static MYSQL_STMT *stmts[NQ];
 static unsigned long long conn_id;
+static bool patient;			/* conn waits for answers without a read timeout */
 static char self_socket[512];
 static unsigned int self_port;
 
@@ -221,7 +240,14 @@ store_open(DlockErr *err)
 	};
 	const char *cnf = cnf_path();
 	unsigned int timeout = 5;
-	unsigned int rw_timeout = 30;
+	/*
+	 * A statement that hangs is given up after 30 s - except on a
+	 * semi-synchronous primary, where a statement waits for the replica's
+	 * acknowledgement as long as the replica is away, and giving it up
+	 * would only write the batch again behind the first, still pending.
+	 */
+	bool		semisync = mgr_semisync_enabled();
+	unsigned int rw_timeout = semisync ? 0 : 30;
 
 	store_close();
 	if (check_cnf(cnf, err) != 0)
@@ -260,7 +286,14 @@ store_open(DlockErr *err)
 			return -1;
 		}
 	conn_id = mysql_thread_id(conn);
+	patient = semisync;
 	return 0;
+}
+
+bool
+store_patient(void)
+{
+	return patient;
 }
 
 /* ------------------------------------------------------------------------
@@ -535,6 +568,85 @@ store_installed(int *installed, DlockErr *err)
 	while ((f = fetch(st, &c, "i", err)) == 1)
 		*installed = c.i[0] == 5;
 	return f;
+}
+
+/*
+ * Whether this server may be the lock service.  A Galera node may not: every
+ * node would run its own lock manager over the same replicated tables, and
+ * two of them can grant one lock (README, Galera).  A read-only server or
+ * one whose replication threads run may not either: it is a replica (or a
+ * demoted primary) whose dlock tables the primary writes, and a grant of
+ * its own would diverge from the primary's.  Asked before the tables are
+ * touched: on a replica, the first open of a MEMORY table after a restart
+ * writes a TRUNCATE of it into the replica's own binary log.
+ */
+int
+store_role(DlockErr *err)
+{
+	Cols		c;
+	MYSQL_STMT *st = query(Q_ROLE, NULL, 0, &c, "iii", err);
+	long long	read_only = 0,
+				wsrep = 0,
+				replicating = 0;
+	int			f;
+
+	if (st == NULL)
+		return -1;
+	while ((f = fetch(st, &c, "iii", err)) == 1)
+	{
+		read_only = c.i[0];
+		wsrep = c.i[1];
+		replicating = c.i[2];
+	}
+	if (f < 0)
+		return -1;
+	/* a read-only transaction: end it, so the next look sees a change */
+	if (mysql_commit(conn) != 0)
+	{
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+		return -1;
+	}
+	if (wsrep)
+	{
+		dlock_set_err(err, DLOCK_ER_UNKNOWN,
+				"dlock does not run on a Galera cluster (wsrep_on = ON): every "
+				"node would run its own lock manager and two nodes could grant "
+				"one lock; run dlock on one server, or on a primary with a "
+				"semi-synchronous replica (README: High availability)");
+		return 1;
+	}
+	if (read_only || replicating)
+	{
+		dlock_set_err(err, DLOCK_ER_READ_ONLY,
+				"this server is a replica (%s): dlock serves on the primary "
+				"only; connect there, or promote this server (STOP SLAVE, "
+				"RESET SLAVE ALL, SET GLOBAL read_only = OFF) and it takes over",
+				read_only ? "read_only = ON" : "its replication threads run");
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * One change the semi-synchronous replica must acknowledge before the
+ * statement returns (the ticket counter moves up by one: a ticket number
+ * is skipped, never reused).  0, or -1 with err.
+ */
+int
+store_sync(DlockErr *err)
+{
+	if (conn == NULL)
+	{
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
+		return -1;
+	}
+	return run(Q_COUNTER_BUMP, NULL, 0, NULL, err);
+}
+
+unsigned int
+store_last_errno(void)
+{
+	return last_errno;
 }
 
 static int
@@ -1312,6 +1424,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 	int			new_live_row = -1;
 	int			new_keyed_row = -1;
 
+	last_errno = 0;
 	if (conn == NULL)
 	{
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
@@ -1457,6 +1570,7 @@ kept_note(void)
 int
 store_finish_batch(DlockErr *err)
 {
+	last_errno = 0;
 	kept_note();
 	for (int k = R_FIRST_AFTER; k < NR; k++)
 		if (rows_flush(k, err) != 0)

@@ -12,6 +12,7 @@
 #ifndef DLOCK_STORE_H
 #define DLOCK_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,10 +38,24 @@ extern void store_set_server(const char *socket, unsigned int port);
 /* Connect (and set up the session); 0, or with err -1 (may pass), -2 (a set-up error). */
 extern int	store_open(DlockErr *err);
 extern void store_close(void);
+/* Whether the connection was made for a semi-synchronous primary (no read timeout). */
+extern bool store_patient(void);
 /* CONNECTION_ID() of the store connection; 0 when closed. */
 extern unsigned long long store_conn_id(void);
 /* Whether the dlock tables exist (install.sql ran). */
 extern int	store_installed(int *installed, DlockErr *err);
+
+/*
+ * Whether this server may be the lock service: 0 yes; 1 no, with err
+ * saying why (a Galera node, a replica); -1 the store could not be asked.
+ */
+extern int	store_role(DlockErr *err);
+
+/* A change the semi-synchronous replica must acknowledge; 0, or -1 with err. */
+extern int	store_sync(DlockErr *err);
+
+/* The server's error number of the last statement that failed (0: none since the batch began). */
+extern unsigned int store_last_errno(void);
 
 /*
  * Loading, in one transaction the caller ends: the counter, every holder

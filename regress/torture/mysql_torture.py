@@ -53,8 +53,23 @@ it was not told of; every blocking call ends within its timeout plus
 slack.  After the clients stop: no queue rows, no session-owned grants, no
 lease past its expiry, and the server only crashed when killed.
 
-Usage: mysql_torture.py [--quick] [--seconds S] [--clients N] [--port P]
-Prints a table and "mysql-torture: N passed, M failed".
+HA mode (--ha): the same clients against a primary with a semi-synchronous
+replica (scripts/mysql_ha.sh: AFTER_SYNC, GTID replication, the dlock plugin
+on both), connecting to whichever node is the primary.  Faults: a failover
+(kill -9 of the primary, promotion of the replica, the old primary rebuilt as
+the new replica), kill -9 of the replica and its restart, SIGSTOP of the
+replica for 1-3 s, and the light faults above on the primary.  Checked
+besides: no grant is answered to a call sent while the replica was away
+(killed or stopped) before it came back - the primary stalls, it does not
+grant -, every owner-keyed lease acknowledged before a failover is held by
+the promoted replica with its token, tokens still grow in grant order across
+failovers, the failover time (the kill to the first grant on the new
+primary).  --quick with --ha: 45 s with 24 clients, one failover and one of
+each replica fault.
+
+Usage: mysql_torture.py [--quick] [--ha] [--seconds S] [--clients N] [--port P]
+Prints a table and "mysql-torture: N passed, M failed" ("mysql-torture-ha:"
+in HA mode).
 """
 import argparse
 import collections
@@ -80,6 +95,7 @@ subprocess.run([os.path.join(ROOT, "scripts", "deps.sh"), "python3-mysqldb", "ma
 import MySQLdb  # noqa: E402  (after deps.sh has installed it)
 from MySQLdb.constants import CLIENT  # noqa: E402
 SERVER = os.path.join(ROOT, "bench", "mysql_server.sh")
+HA_SCRIPT = os.path.join(ROOT, "scripts", "mysql_ha.sh")
 
 # the DLM modes and their compatibility (core/dlock_core.c)
 NL, CR, CW, PR, PW, EX = range(6)
@@ -139,9 +155,11 @@ WAIT_FOREVER = 10.0  # a wait without timeout on a cold name
 # errnos a client may see: its own statement killed (1317, 1927, 1969 for
 # max_statement_time), the connection or server gone (2002, 2006, 2013,
 # 1053), and, only while the server restarts, the lock manager stopping or
-# starting (1105)
+# starting (1105); in HA mode, while a failover runs, a replica refusing
+# (1290: a client reached the old primary's node after it was rebuilt)
 KILLED = (1317, 1927, 1969)
 GONE = (2002, 2006, 2013, 1053)
+REPLICA = 1290
 
 
 def connect(sock, timeout=5):
@@ -170,6 +188,7 @@ class Shared:
         self.conngen = mp.Array("q", clients)    # ... and the server run it belongs to
         self.gen = mp.Value("q", 0)              # server runs started so far
         self.unstable = mp.Value("d", 0.0)       # monotonic: until then the server restarts
+        self.primary = mp.Value("i", 0)          # HA: the primary's node
 
 
 class Client:
@@ -181,7 +200,8 @@ class Client:
 
     def __init__(self, slot, sock, deadline, logpath, shared):
         self.slot = slot
-        self.sock = sock
+        self.sock_of = sock   # a socket path, or HA: one per node
+        self.sent = 0.0       # monotonic: when the last statement was sent
         self.deadline = deadline
         self.log = open(logpath, "a", buffering=1)
         self.shared = shared
@@ -209,7 +229,15 @@ class Client:
         self.emit(k="v", w=text)
 
     def granted(self, name, token, mode, leased):
-        self.emit(k="g", n=name, t=token, m=mode, l=leased, c=self.slot, at=time.monotonic())
+        # s: when the call that got it was sent (HA: none while the replica is away)
+        self.emit(k="g", n=name, t=token, m=mode, l=leased, c=self.slot, at=time.monotonic(),
+                  s=self.sent)
+
+    @property
+    def sock(self):
+        if isinstance(self.sock_of, str):
+            return self.sock_of
+        return self.sock_of[self.shared.primary.value]
 
     def lease_ack(self, key, name, token, expiry):
         """An owner-keyed lease acknowledged: it lasts at least until expiry (Unix s)."""
@@ -226,6 +254,7 @@ class Client:
         cur = self.conn.cursor()
         self.trail.append("%.3f %s %r" % (time.time() % 1000, sql[:40], args[:2]))
         del self.trail[:-16]
+        self.sent = time.monotonic()
         try:
             cur.execute(sql, args)
             return cur.fetchall()
@@ -753,8 +782,10 @@ class Client:
             rows = self.q("SELECT ticket FROM dlock.queue WHERE owner = %s AND name = %s"
                           " AND NOT implied", (key, name))
             if rows:
+                # (a stall of the lock manager - HA: the replica away - may
+                # outlast the place's lease)
                 if ticket is not None and rows[0][0] != ticket and \
-                        time.monotonic() - seen < ttl - 0.3:
+                        time.monotonic() - seen < ttl - 0.3 and not self.restarting():
                     self.violation("kept place of %s changed its ticket from %d to %d"
                                    % (name, ticket, rows[0][0]))
                 ticket, seen = rows[0][0], time.monotonic()
@@ -845,7 +876,7 @@ class Client:
                 if code in KILLED:
                     self.count("killed (%d)" % code)
                     self.after_failure(text, "killed")
-                elif code in GONE or (code == 1105 and self.restarting()):
+                elif code in GONE or (code in (1105, REPLICA) and self.restarting()):
                     self.count("connection lost" if self.conn is not None
                                else "reconnect failed (server down)")
                     self.conn = self.other = None
@@ -885,7 +916,10 @@ class Torture:
     def __init__(self, args):
         self.args = args
         self.dir = tempfile.mkdtemp(prefix="dlock-mytorture.")
-        self.sock = os.path.join(self.dir, "sock")
+        self.ha = args.ha
+        # HA: node N's socket in DIR/nN (scripts/mysql_ha.sh), the clients
+        # follow the primary
+        self.socks = [os.path.join(self.dir, "n%d" % n, "sock") for n in (0, 1)]
         self.stats = collections.Counter()
         self.kills_of_server = 0
         self.procs = {}      # slot -> (process, logpath)
@@ -903,18 +937,30 @@ class Torture:
         self.leases_checked = 0
         self.harness_bad = []
         self.rechecks = []
+        # HA: (monotonic kill of the primary) per failover; (gone, back, what)
+        # per time the primary had no replica
+        self.failovers = []
+        self.outages = []
+        self.replica_faults = 0
+        self.failover_steps = []
+
+    @property
+    def sock(self):
+        return self.socks[self.shared.primary.value] if self.ha else os.path.join(self.dir, "sock")
 
     def server(self, *cmd):
-        r = subprocess.run([SERVER, cmd[0], self.dir] + list(cmd[1:]),
+        script = HA_SCRIPT if self.ha else SERVER
+        r = subprocess.run([script, cmd[0], self.dir] + [str(c) for c in cmd[1:]],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
-            raise RuntimeError("mysql_server.sh %s failed: %s" % (cmd[0], r.stdout))
+            raise RuntimeError("%s %s failed: %s" % (os.path.basename(script), cmd[0], r.stdout))
 
     def spawn(self, slot, deadline):
         logpath = os.path.join(self.dir, "client-%d-%d.log" % (slot, len(self.logs)))
         self.logs.append(logpath)
         p = mp.Process(target=client_process,
-                       args=(slot, self.sock, deadline, logpath, self.shared), daemon=True)
+                       args=(slot, self.socks if self.ha else self.sock, deadline, logpath,
+                             self.shared), daemon=True)
         p.start()
         self.procs[slot] = (p, logpath)
 
@@ -1130,6 +1176,65 @@ class Torture:
                               kind + " (again after %.0f s)" % (self.grace - 1)))
         return admin
 
+    # -- HA faults ---------------------------------------------------------
+    def failover(self):
+        """kill -9 of the primary, promotion of the replica, the old primary
+        rebuilt as the new replica (until then the new primary's commits, and
+        so its grants, wait)."""
+        self.shared.unstable.value = float("inf")
+        old = self.shared.primary.value
+        t0 = time.monotonic()
+        self.server("kill", old)
+        t_dead = time.monotonic()      # the old primary is gone: it answers nothing more
+        # every release that may have been carried out was logged before this
+        t_down = time.time()
+        self.server("promote", 1 - old)
+        self.failover_steps.append(["promotion %.1f s" % (time.monotonic() - t_dead)])
+        t_restart = time.time()
+        self.shared.primary.value = 1 - old
+        self.shared.gen.value += 1
+        self.failovers.append((t0, t_dead))
+        self.stats["fault: failover (kill -9 of the primary, promotion, rebuild)"] += 1
+        t_rejoin = time.monotonic()
+        # no replica yet: a call sent after the kill is not granted before it is back
+        self.outages.append((t_dead, t_rejoin, "failover, before the rebuilt replica"))
+        self.server("rejoin", old)
+        self.failover_steps[-1].append("rebuild %.1f s" % (time.monotonic() - t_rejoin))
+        self.shared.unstable.value = time.monotonic() + 3
+        admin = self.admin()
+        cur = admin.cursor()
+        self.lease_survival(cur, t_down, t_restart, "failover")
+        cur.close()
+        self.rechecks.append((time.monotonic() + self.grace - 1, t_down, t_restart,
+                              "failover (again after %.0f s)" % (self.grace - 1)))
+        return admin
+
+    def replica_fault(self, rng, kind):
+        """The replica killed (-9) or stopped (SIGSTOP) for 1-3 s: the
+        primary's commits wait, so it answers no grant meanwhile."""
+        rep = 1 - self.shared.primary.value
+        self.shared.unstable.value = float("inf")
+        pause = rng.uniform(1, 3)
+        if kind == "kill":
+            self.server("kill", rep)
+            gone = time.monotonic()
+            time.sleep(pause)
+            back = time.monotonic()
+            self.server("restart", rep)
+            self.stats["fault: kill -9 of the replica, restart"] += 1
+        else:
+            with open(os.path.join(self.dir, "n%d" % rep, "mariadbd.pid")) as f:
+                pid = int(f.read())
+            os.kill(pid, signal.SIGSTOP)
+            gone = time.monotonic()
+            time.sleep(pause)
+            back = time.monotonic()
+            os.kill(pid, signal.SIGCONT)
+            self.stats["fault: SIGSTOP of the replica for 1-3 s"] += 1
+        self.outages.append((gone, back, "replica %s" % ("killed" if kind == "kill" else "stopped")))
+        self.replica_faults += 1
+        self.shared.unstable.value = time.monotonic() + 3
+
     def faults(self, deadline):
         try:
             self.fault_loop(deadline)
@@ -1142,7 +1247,16 @@ class Torture:
         span = deadline - time.monotonic()
         # server restarts: a clean one at 1/3 and a crash at 2/3 of a quick
         # run; in longer runs every 40 s, alternating
-        if span < 80:
+        if self.ha:
+            # HA: a failover and the replica's faults in turn, every 20 s;
+            # a quick run one of each
+            kinds = ["replica_kill", "failover", "replica_stop"]
+            if span < 80:
+                restarts = [(time.monotonic() + span * (i + 1) / 4, k) for i, k in enumerate(kinds)]
+            else:
+                restarts = [(time.monotonic() + t, kinds[i % 3])
+                            for i, t in enumerate(range(15, int(span) - 15, 20))]
+        elif span < 80:
             restarts = [(time.monotonic() + span / 3, "clean"),
                         (time.monotonic() + 2 * span / 3, "crash")]
         else:
@@ -1156,11 +1270,15 @@ class Torture:
             time.sleep(rng.uniform(0.2, 0.5))
             try:
                 if restarts and time.monotonic() >= restarts[0][0]:
+                    kind = restarts.pop(0)[1]
+                    if kind.startswith("replica_"):
+                        self.replica_fault(rng, kind[8:])
+                        continue
                     try:
                         admin.close()
                     except MySQLdb.Error:
                         pass
-                    admin = self.restart(restarts.pop(0)[1])
+                    admin = self.failover() if kind == "failover" else self.restart(kind)
                     continue
                 cur = admin.cursor()
                 self.snapshot(cur)
@@ -1302,11 +1420,16 @@ class Torture:
     def server_log(self):
         """Crash reports in the error log beyond the kills we did ourselves,
         and how often the lock manager's batch failed."""
-        try:
-            with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
-                text = f.read()
-        except OSError:
-            return 0
+        text = ""
+        for d in ([os.path.join(self.dir, "n0"), os.path.join(self.dir, "n1")] if self.ha
+                  else [self.dir]):
+            try:
+                with open(os.path.join(d, "server.log"), errors="replace") as f:
+                    text += f.read()
+            except OSError:
+                pass
+        self.stats["server log: the manager held answers back for the replica's ack"] += \
+            text.count("dlock: lock manager waits for the semi-synchronous replica")
         self.stats["server log: lock manager batch failed"] += text.count(
             "dlock: lock manager batch failed")
         return text.count("got signal") + text.count("Assertion")
@@ -1353,6 +1476,23 @@ class Torture:
         grants, violations, worst_overrun = self.read_logs()
         order = self.token_order(grants)
         twice = self.token_twice(grants)
+        # HA: no grant to a call sent while the primary had no replica, before
+        # it was back; the failover time, the kill to the first grant
+        outage_bad = []
+        for gone, back, what in self.outages:
+            for g in grants:
+                if g.get("s", 0) > gone and g["at"] < back:
+                    outage_bad.append("%s: token %d of %s granted %.2f s after the replica went"
+                                      " and %.2f s before it was back (call sent %.2f s after)"
+                                      % (what, g["t"], g["n"], g["at"] - gone, back - g["at"],
+                                         g["s"] - gone))
+        failover_times = []
+        for t0, t_dead in self.failovers:
+            after = [g["at"] for g in grants if g["at"] > t_dead]
+            if after:
+                failover_times.append(min(after) - t0)
+            else:
+                outage_bad.append("no grant after the failover at %.1f s" % (t0 - started))
         crashes = self.server_log()
         ops = self.stats["operations"]
         store_errors = self.stats["plugin error: lock store (allowed)"]
@@ -1367,13 +1507,20 @@ class Torture:
             print("%-52s %10d" % (k, self.stats[k]))
         print()
         bad_lists = [violations, order, twice, self.session_bad, self.snapshot_bad,
-                     self.late_bad, self.lease_bad]
+                     self.late_bad, self.lease_bad, outage_bad]
         print("| clients | duration | operations | grants | faults | violations |")
         print("|---|---|---|---|---|---|")
         print("| %d | %.0f s | %d | %d | %d | %d |" % (
             a.clients, duration, ops, len(grants), faults,
             sum(len(b) for b in bad_lists) + stuck))
         print()
+        if self.ha:
+            print("failovers: %d; failover time, the kill to the first grant on the new primary:"
+                  " %s" % (len(self.failovers), ", ".join("%.2f s" % t for t in failover_times)))
+            print("  (%s)" % "; ".join(", ".join(x) for x in self.failover_steps))
+            print("acknowledged owner-keyed leases lost: %d (of %d checked)"
+                  % (len(self.lease_bad), self.leases_checked))
+            print()
         for what, got, want in results:
             ok = got == want
             print("%s %s%s" % ("ok  " if ok else "FAIL", what, "" if ok else " (got %s)" % got))
@@ -1404,23 +1551,29 @@ class Torture:
              ["%d crash reports in the error log, %d kills" % (crashes, self.kills_of_server)]
              if crashes > self.kills_of_server else []),
             ("enough operations ran", [] if ops >= 10 * a.clients else ["only %d operations" % ops]),
-            ("every fault kind happened", [k for k in FAULT_KINDS if self.stats[k] == 0]),
+            ("every fault kind happened",
+             [k for k in (HA_FAULT_KINDS if self.ha else FAULT_KINDS) if self.stats[k] == 0]),
         ]
+        if self.ha:
+            checks.append(("no grant answered to a call sent while the primary had no replica"
+                           " (%d times: %d replica faults, %d failovers)"
+                           % (len(self.outages), self.replica_faults, len(self.failovers)),
+                           outage_bad))
         for what, bad in checks:
             print("%s %s" % ("ok  " if not bad else "FAIL", what))
             for b in bad[:10]:
                 print("     ", b)
             passed += not bad
             failed += bool(bad)
-        print("mysql-torture: %d passed, %d failed" % (passed, failed))
+        print("%s: %d passed, %d failed" % (SUITE[0], passed, failed))
         return 0 if failed == 0 else 1
 
     def cleanup(self):
         for p, _ in self.procs.values():
             if p.is_alive():
                 os.kill(p.pid, signal.SIGKILL)
-        subprocess.run([SERVER, "stop", self.dir], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run([HA_SCRIPT if self.ha else SERVER, "stop", self.dir],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if os.environ.get("KEEP_DIR"):
             print("kept", self.dir)
         else:
@@ -1432,11 +1585,17 @@ FAULT_KINDS = ["fault: KILL QUERY of a waiter", "fault: KILL of a waiting connec
                "fault: KILL of the lock store connection",
                "fault: KILL QUERY of the lock store connection",
                "fault: clean server restart", "fault: kill -9 of mariadbd, restart"]
+HA_FAULT_KINDS = FAULT_KINDS[:6] + [
+    "fault: failover (kill -9 of the primary, promotion, rebuild)",
+    "fault: kill -9 of the replica, restart", "fault: SIGSTOP of the replica for 1-3 s"]
+SUITE = ["mysql-torture"]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="35 s with 32 clients (make check)")
+    ap.add_argument("--ha", action="store_true",
+                    help="a primary with a semi-synchronous replica, failovers (scripts/mysql_ha.sh)")
     ap.add_argument("--seconds", type=float,
                     default=float(os.environ.get("MYSQL_TORTURE_SECONDS", 300)))
     ap.add_argument("--clients", type=int,
@@ -1444,7 +1603,9 @@ def main():
     ap.add_argument("--port", type=int, default=int(os.environ.get("MYSQL_TORTURE_PORT", 3402)))
     args = ap.parse_args()
     if args.quick:
-        args.seconds, args.clients = 35, 32
+        args.seconds, args.clients = (45, 24) if args.ha else (35, 32)
+    if args.ha:
+        SUITE[0] = "mysql-torture-ha"
     t = Torture(args)
 
     def stop(signum, frame):
@@ -1453,15 +1614,16 @@ def main():
     try:
         return t.run()
     except (KeyboardInterrupt, RuntimeError, subprocess.CalledProcessError) as e:
-        print("mysql-torture: aborted: %s" % (e,))
-        try:
-            with open(os.path.join(t.dir, "server.log")) as f:
-                print("mysql-torture: end of the server's log:")
-                for line in f.readlines()[-15:]:
-                    print("     ", line.rstrip())
-        except OSError:
-            pass
-        print("mysql-torture: 0 passed, 1 failed")
+        print("%s: aborted: %s" % (SUITE[0], e))
+        for d in ([os.path.join(t.dir, "n0"), os.path.join(t.dir, "n1")] if t.ha else [t.dir]):
+            try:
+                with open(os.path.join(d, "server.log")) as f:
+                    print("%s: end of %s:" % (SUITE[0], os.path.join(d, "server.log")))
+                    for line in f.readlines()[-15:]:
+                        print("     ", line.rstrip())
+            except OSError:
+                pass
+        print("%s: 0 passed, 1 failed" % SUITE[0])
         return 1
     finally:
         t.cleanup()

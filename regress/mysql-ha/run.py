@@ -1,0 +1,343 @@
+#!/usr/bin/python3
+"""dlock on a MariaDB primary with a semi-synchronous replica (scripts/mysql_ha.sh).
+
+A primary (node 0) and its replica (node 1) on loopback, ports
+MYSQL_HA_PORT (3520) and + 1, rpl_semi_sync_master_wait_point = AFTER_SYNC:
+
+  replica   the replica's lock manager refuses every call with 1290 ("this
+            server is a replica"), and writes nothing of its own into the
+            replica's binary log;
+  isolated  the replica's IO thread stopped, then the replica killed (-9): a
+            session-owned and an owner-keyed acquire on the primary are not
+            answered while it is away - also when its lock manager's
+            connection is hit by KILL QUERY while it waits (MariaDB then
+            ends the wait and the statement succeeds) - and complete (a
+            token, or NULL when the wait outlived its timeout before the
+            manager decided it) once the replica is back, nothing left;
+  failover  kill -9 of the primary, promotion of the replica, the old
+            primary rebuilt as the new replica: an owner-keyed lease held
+            with its token and acknowledged expiry, renewed with its key on
+            the new primary; the old primary's session lock free; every new
+            token above every token the old primary acknowledged; the
+            failover time (kill to the first grant);
+  galera    a single-node Galera cluster (galera-4, wsrep_on = ON): every
+            call refused with the reason, said once in the server log.
+
+MYSQL_HA_BREAK makes a check fail on purpose, to show it can:
+  semisync  the primary's rpl_semi_sync_master_enabled = OFF (the isolated
+            primary answers);
+  counter   the replica does not apply dlock.counter and dlock.held_keyed
+            (the promoted replica loses the lease and hands out old tokens).
+Prints ok/FAIL lines and last "mysql-ha: N passed, M failed".
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "regress"))
+from checklib import check, run  # noqa: E402
+
+subprocess.run([os.path.join(ROOT, "scripts", "deps.sh"), "python3-mysqldb", "mariadb-server",
+                "galera-4", "libmariadb-dev", "libmariadbd-dev"], check=True,
+               stdout=subprocess.DEVNULL)
+import MySQLdb  # noqa: E402
+
+PORT = int(os.environ.get("MYSQL_HA_PORT", "3520"))
+BREAK = os.environ.get("MYSQL_HA_BREAK", "")
+HA = os.path.join(ROOT, "scripts", "mysql_ha.sh")
+SERVER = os.path.join(ROOT, "bench", "mysql_server.sh")
+WAIT = 4.0          # how long an unanswered call is watched
+
+
+def ha(*args, check_rc=True):
+    r = subprocess.run([HA] + [str(a) for a in args], capture_output=True, text=True)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError("mysql_ha.sh %s: %s" % (" ".join(map(str, args)), r.stderr.strip()))
+    return r.stdout
+
+
+def connect(sock):
+    c = MySQLdb.connect(unix_socket=sock, user="root", connect_timeout=10)
+    c.autocommit(True)
+    return c
+
+
+def q(c, sql, args=None):
+    cur = c.cursor()
+    try:
+        cur.execute(sql, args)
+        return list(cur.fetchall()) if cur.description else None
+    finally:
+        cur.close()
+
+
+def one(c, sql, args=None):
+    return q(c, sql, args)[0][0]
+
+
+def error_of(c, sql, args=None):
+    """(errno, message) of a statement that must fail; (None, result) if it did not."""
+    try:
+        return None, q(c, sql, args)
+    except MySQLdb.Error as e:
+        return e.args[0], str(e.args[1]) if len(e.args) > 1 else ""
+
+
+class Call(threading.Thread):
+    """A dlock call on its own connection, in the background."""
+
+    def __init__(self, sock, sql, args):
+        super().__init__(daemon=True)
+        self.conn = connect(sock)
+        self.sql, self.args = sql, args
+        self.result = self.error = None
+        self.done_at = None
+        self.start()
+
+    def run(self):
+        try:
+            self.result = one(self.conn, self.sql, self.args)
+        except MySQLdb.Error as e:
+            self.error = e
+        self.done_at = time.monotonic()
+
+    def answered(self):
+        return self.done_at is not None
+
+
+class Suite:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="dlock-myha.")
+        self.sock = [os.path.join(self.dir, "n%d" % n, "sock") for n in (0, 1)]
+        self.galera_dir = None
+
+    def primary(self):
+        return int(ha("primary", self.dir).strip())
+
+    def admin(self, n):
+        return connect(self.sock[n])
+
+    # -- the replica -----------------------------------------------------------
+    def replica_refuses(self):
+        r = self.admin(1)
+        for sql in ("SELECT dlock_acquire('r/x', 1)", "SELECT dlock_try_acquire('r/x')",
+                    "SELECT dlock_holder('r/x')", "SELECT dlock_release('r/x')"):
+            t = time.monotonic()
+            code, msg = error_of(r, sql)
+            check("the replica refuses %s with 1290 at once" % sql.split("(")[0][7:],
+                  code == 1290 and "replica" in msg and time.monotonic() - t < 2,
+                  "%s %s after %.1f s" % (code, msg, time.monotonic() - t))
+        state = one(r, "SELECT @@gtid_binlog_state")
+        check("the replica's binary log holds no change of its own (its manager touched"
+              " no table)", "-2-" not in state, state)
+        r.close()
+
+    # -- the isolated primary --------------------------------------------------
+    def isolated(self, how):
+        p = self.primary()
+        rep = 1 - p
+        adm = self.admin(p)
+        if BREAK == "semisync":
+            q(adm, "SET GLOBAL rpl_semi_sync_master_enabled = OFF")
+        if how == "io":
+            q(self.admin(rep), "STOP SLAVE IO_THREAD")
+        else:
+            ha("kill", self.dir, rep)
+        time.sleep(0.3)
+        key = "iso-key-%s" % how
+        # the first call's batch is the one that waits for the replica (an
+        # owner-keyed grant's InnoDB row, or a session grant's MEMORY row);
+        # the second is decided after it
+        order = ["owner-keyed", "session"] if how == "io" else ["session", "owner-keyed"]
+        calls = {}
+        for what in order:
+            if what == "session":
+                calls[what] = Call(self.sock[p], "SELECT dlock_acquire(%s, 2)", ("iso/s/" + how,))
+            else:
+                calls[what] = Call(self.sock[p], "SELECT dlock_acquire(%s, 2, 30, 'exclusive', %s)",
+                                   ("iso/k/" + how, key))
+            time.sleep(0.3)
+        time.sleep(WAIT)
+        waiting = q(adm, "SELECT LEFT(INFO, 40) FROM information_schema.PROCESSLIST"
+                         " WHERE USER = 'dlock_store' AND STATE LIKE '%%semi-sync%%'")
+        check("replica away (%s): the lock manager waits for the replica's ack of the %s"
+              " grant (%s)" % (how, order[0], waiting[0][0] if waiting else "not waiting"),
+              len(waiting) == 1 and any(w in (waiting[0][0] or "") for w in (
+                  ("held_keyed", "COMMIT") if order[0] == "owner-keyed" else ("held_session",))),
+              waiting)
+        for what, c in calls.items():
+            check("replica away (%s): a%s %s acquire on the primary is not answered in %.0f s"
+                  % (how, "n" if what[0] == "o" else "", what, WAIT), not c.answered(),
+                  "answered %s %s" % (c.result, c.error))
+        # KILL QUERY of the manager's connection while it waits for the ack
+        store = q(adm, "SELECT ID, STATE FROM information_schema.PROCESSLIST"
+                       " WHERE USER = 'dlock_store'")
+        if store:
+            q(adm, "KILL QUERY %d" % store[0][0])
+        late = Call(self.sock[p], "SELECT dlock_acquire(%s, 30)", ("iso/late/" + how,))
+        time.sleep(2)
+        for what, c in list(calls.items()) + [("later session", late)]:
+            check("replica away (%s): the %s acquire is still not answered after a KILL QUERY"
+                  " of the lock manager's connection (%s)"
+                  % (how, what, store[0][1] if store else "none seen"), not c.answered(),
+                  "answered %s %s" % (c.result, c.error))
+        # the replica back: everything completes
+        back = time.monotonic()
+        if how == "io":
+            q(self.admin(rep), "START SLAVE IO_THREAD")
+        else:
+            ha("restart", self.dir, rep)
+        for c in list(calls.values()) + [late]:
+            c.join(30)
+        for what, c in list(calls.items()) + [("later session", late)]:
+            check("replica back (%s): the %s acquire completes (%s) within 10 s"
+                  % (how, what, "token %s" % c.result if c.error is None else c.error),
+                  c.answered() and c.error is None and c.done_at - back < 10,
+                  "answered %s after %.1f s" % (c.answered(),
+                                                (c.done_at or time.monotonic()) - back))
+        # what was granted is released, nothing else is left
+        calls["session"].conn.cursor().execute("SELECT dlock_release_all()")
+        late.conn.cursor().execute("SELECT dlock_release_all()")
+        q(adm, "SELECT dlock_release_all(%s)", (key,))
+        left = one(adm, "SELECT COUNT(*) FROM dlock.locks WHERE name LIKE 'iso/%%'")
+        check("replica back (%s): nothing left held or queued" % how, left == 0, left)
+        for c in list(calls.values()) + [late]:
+            c.conn.close()
+        if BREAK == "semisync":
+            q(adm, "SET GLOBAL rpl_semi_sync_master_enabled = ON")
+        adm.close()
+
+    # -- failover --------------------------------------------------------------
+    def failover(self):
+        p = self.primary()
+        new = 1 - p
+        a = self.admin(p)
+        key = "fo-key"
+        t_lease = one(a, "SELECT dlock_acquire('fo/lease', 5, 20, 'exclusive', %s)", (key,))
+        expiry = one(a, "SELECT dlock_renew('fo/lease', 20, %s)", (key,))
+        acked_until = one(a, "SELECT UNIX_TIMESTAMP(CONVERT_TZ(%s, '+00:00', @@time_zone))",
+                          (expiry,))
+        sess = self.admin(p)
+        t_sess = one(sess, "SELECT dlock_acquire('fo/session', 5)")
+        tokens = [one(a, "SELECT dlock_acquire('fo/t%d', 5)" % i) for i in range(5)]
+        top = max(tokens + [t_lease, t_sess])
+        # the fault: kill -9 of the primary, promotion, the old primary rebuilt
+        t0 = time.monotonic()
+        ha("kill", self.dir, p)
+        ha("promote", self.dir, new)
+        first = Call(self.sock[new], "SELECT dlock_acquire('fo/first', 60)", ())
+        ha("rejoin", self.dir, p)
+        first.join(60)
+        took = (first.done_at or time.monotonic()) - t0
+        print("     failover time (kill -9 to the first grant on the new primary): %.2f s" % took)
+        check("failover: the new primary grants (token %s) %.1f s after the kill"
+              % (first.result, took), first.error is None and first.result is not None,
+              first.error)
+        b = self.admin(new)
+        rows = q(b, "SELECT token, expires_us / 1e6 FROM dlock.held WHERE name = 'fo/lease'"
+                    " AND owner = %s", (key,))
+        check("failover: the lease is held on the new primary with its token %d" % t_lease,
+              len(rows) == 1 and rows[0][0] == t_lease, rows)
+        check("failover: ... and at least its acknowledged expiry",
+              len(rows) == 1 and float(rows[0][1]) >= float(acked_until) - 0.001,
+              "%s < %s" % (rows[0][1] if rows else None, acked_until))
+        code, r = error_of(b, "SELECT dlock_renew('fo/lease', 20, %s)", (key,))
+        check("failover: its holder renews it with its key on the new primary", code is None, r)
+        t_free = one(b, "SELECT dlock_try_acquire('fo/session')")
+        check("failover: the old primary's session lock is free on the new one",
+              t_free is not None, t_free)
+        check("failover: that grant's token %s is above every token the old primary"
+              " acknowledged (%d)" % (t_free, top), t_free is not None and t_free > top)
+        check("failover: the lease is released with its key",
+              one(b, "SELECT dlock_release('fo/lease', %s)", (key,)) == 1)
+        t_next = one(b, "SELECT dlock_acquire('fo/lease', 5, 20, 'exclusive', 'fo-key-2')")
+        check("failover: the next grant of the lease's name has a larger token (%s > %d)"
+              % (t_next, t_lease), t_next is not None and t_next > t_lease and t_next > top)
+        q(b, "SELECT dlock_release('fo/lease', 'fo-key-2')")
+        q(b, "SELECT dlock_release_all()")
+        first.conn.cursor().execute("SELECT dlock_release_all()")
+        # the rebuilt node is a refusing replica again
+        code, msg = error_of(self.admin(p), "SELECT dlock_acquire('r/y', 1)")
+        check("failover: the rebuilt old primary is a replica that refuses calls (1290)",
+              code == 1290, "%s %s" % (code, msg))
+        for c in (a, sess, b, first.conn):
+            try:
+                c.close()
+            except MySQLdb.Error:
+                pass
+
+    # -- Galera ----------------------------------------------------------------
+    def galera(self):
+        d = os.path.join(self.dir, "galera")
+        self.galera_dir = d
+        gport = PORT + 10
+        opts = ("--wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so"
+                " --wsrep-cluster-address=gcomm:// --wsrep-new-cluster"
+                " --wsrep-node-address=127.0.0.1"
+                " --wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d;"
+                "ist.recv_addr=127.0.0.1:%d"
+                " --binlog-format=ROW --innodb-autoinc-lock-mode=2 --wsrep-sst-method=rsync"
+                % (gport, gport + 1))
+        r = subprocess.run([SERVER, "start", d, str(PORT + 9)], capture_output=True, text=True,
+                           env=dict(os.environ, MY_EXTRA_OPTS=opts))
+        check("a single-node Galera cluster starts with the plugin", r.returncode == 0,
+              r.stderr[-800:])
+        if r.returncode != 0:
+            return
+        g = connect(os.path.join(d, "sock"))
+        check("... with wsrep_on = ON", one(g, "SELECT @@wsrep_on") == 1)
+        for sql in ("SELECT dlock_acquire('g/x', 1)", "SELECT dlock_acquire('g/x', 1, 10,"
+                    " 'exclusive', 'gk')", "SELECT dlock_holder('g/x')"):
+            code, msg = error_of(g, sql)
+            check("Galera: %s is refused with the reason" % sql[7:40],
+                  code == 1105 and "Galera cluster (wsrep_on = ON)" in msg, "%s %s" % (code, msg))
+        held = one(g, "SELECT COUNT(*) FROM dlock.held")
+        check("Galera: nothing was granted", held == 0, held)
+        g.close()
+        with open(os.path.join(d, "server.log"), errors="replace") as f:
+            n = f.read().count("lock manager does not serve: dlock does not run on a Galera")
+        check("Galera: the server log says why, once", n == 1, "%d times" % n)
+
+    def main(self):
+        # the counter break: the replica skips the durable tables
+        if BREAK == "counter":
+            os.environ["MY_HA_OPTS"] = ("--replicate-ignore-table=dlock.counter"
+                                        " --replicate-ignore-table=dlock.held_keyed")
+        subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "mysql_udf")], check=True,
+                       stdout=subprocess.DEVNULL)
+        ha("start", self.dir, PORT)
+        print("     %s" % ha("status", self.dir).strip().replace("\n", "\n     "))
+        self.replica_refuses()
+        self.isolated("io")
+        self.isolated("kill")
+        state = one(self.admin(1), "SELECT @@gtid_binlog_state")
+        check("the replica, restarted, still logs no change of its own", "-2-" not in state, state)
+        self.failover()
+        self.galera()
+
+    def cleanup(self):
+        ha("stop", self.dir, check_rc=False)
+        if self.galera_dir:
+            subprocess.run([SERVER, "stop", self.galera_dir], capture_output=True)
+        if os.environ.get("KEEP_DIR"):
+            print("kept", self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def main():
+    s = Suite()
+    try:
+        s.main()
+    finally:
+        s.cleanup()
+
+
+if __name__ == "__main__":
+    run("mysql-ha", main)

@@ -1,0 +1,221 @@
+#!/bin/bash
+# scripts/mysql_ha.sh — a throwaway MariaDB primary with one semi-synchronous
+# replica on loopback, both with the dlock plugin, and a scripted failover.
+#
+#   mysql_ha.sh start DIR PORT_BASE  node 0 (primary, port PORT_BASE) and node
+#                                    1 (replica, PORT_BASE + 1), GTID replication
+#   mysql_ha.sh promote DIR NODE     fence the other node (kill -9 of its
+#                                    mariadbd if it runs) and make NODE the
+#                                    primary: its replica threads applied all
+#                                    they received, stopped and reset, semi-sync
+#                                    master on, read_only off.  Its lock manager
+#                                    takes over at the next call, no restart
+#   mysql_ha.sh rejoin DIR NODE      NODE (the old primary) back as the replica
+#                                    of the current primary, rebuilt (below)
+#   mysql_ha.sh kill DIR NODE        kill -9 of NODE's mariadbd (a crash)
+#   mysql_ha.sh restart DIR NODE     start NODE again with its own data, in the
+#                                    role it has (a replica after a crash)
+#   mysql_ha.sh stop DIR             stop both (clean, then SIGKILL), by pid
+#   mysql_ha.sh status DIR           one line per node: role, pid, port, GTID
+#   mysql_ha.sh primary DIR          the primary's node number
+#
+# Node N lives in DIR/nN (bench/mysql_server.sh's layout: socket DIR/nN/sock,
+# log DIR/nN/server.log), server_id N + 1, TCP on 127.0.0.1 only.  Clients:
+# mariadb -S DIR/nN/sock -u root.  Replication runs as 'repl'@'127.0.0.1'.
+#
+# The settings that make a grant on the primary wait for the replica:
+#   rpl_semi_sync_master_enabled = ON (the primary; a replica gets it at its
+#     promotion), rpl_semi_sync_slave_enabled = ON (both),
+#   rpl_semi_sync_master_wait_point = AFTER_SYNC: a commit is durable in the
+#     binary log and received by the replica before it is visible,
+#   rpl_semi_sync_master_timeout = 18446744073709551615 (ms, the largest
+#     value; a wait that long never times out).  After a timeout MariaDB
+#     falls back to asynchronous replication without a word to the client -
+#     the dlock manager notices that (Rpl_semi_sync_master_no_tx) and holds
+#     its answers back anyway, but every other application would not,
+#   rpl_semi_sync_master_wait_no_slave = ON: without a replica commits wait
+#     (OFF would go asynchronous the moment the replica disconnects),
+#   binlog_format = ROW, sync_binlog = 1, log_slave_updates = ON (a promoted
+#     replica's binary log holds the whole history),
+#   replicate_ignore_table = dlock.held_session, dlock.queue_live: the
+#     MEMORY tables of session locks and waiting calls are not applied on the
+#     replica (those sessions end with a failover; a restarted replica would
+#     stop at the first change to a row it lost), their writes are still
+#     received and acknowledged,
+#   read_only = ON on the replica: its lock manager refuses calls (1290),
+#   gtid_strict_mode = OFF: a read of dlock's MEMORY tables on a replica
+#     after its restart makes it log a TRUNCATE of its own (MariaDB does so
+#     for every MEMORY table), which strict mode would turn into a stop.
+#
+# Why rejoin rebuilds: the old primary's binary log may end in changes the
+# replica never acknowledged.  MariaDB can cut such a tail at a restart
+# (--init-rpl-role=SLAVE), but refuses to when a MEMORY table's statement
+# follows it ("Cannot truncate the binary log ... unsafe statement") - and
+# the lock manager writes MEMORY tables all the time; a plain restart keeps
+# the tail, a divergence.  So NODE is started afresh from the pair's first
+# data (DIR/template, copied right after the install) and replays the new
+# primary's binary log from there (it holds the whole history:
+# log_slave_updates).  A real deployment would restore a mariadb-backup of
+# the new primary instead.  Until a replica is back, the new primary's
+# commits - and so every dlock answer - wait.
+#
+# Extra mariadbd options for both nodes: $MY_HA_OPTS.  Stops nothing it did
+# not start: every kill is by the pid in a node's pid file, checked against
+# that node's datadir.
+set -eu
+ROOT=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+SERVER=$ROOT/bench/mysql_server.sh
+cmd=${1:?usage: mysql_ha.sh start|promote|rejoin|kill|restart|stop|status|primary DIR [PORT_BASE|NODE]}
+DIR=${2:?DIR}
+case "$DIR" in /*) ;; *) DIR=$PWD/$DIR ;; esac
+
+node_dir() { echo "$DIR/n$1"; }
+port_of() { echo $(( $(cat "$DIR/port_base") + $1 )); }
+primary() { cat "$DIR/primary"; }
+sql() { local n=$1; shift; mariadb -S "$(node_dir "$n")/sock" -u root -NB "$@"; }
+# one field of SHOW SLAVE STATUS (by name: -N would drop the names)
+slave_field() { mariadb -S "$(node_dir "$1")/sock" -u root -e "SHOW SLAVE STATUS\G" |
+                sed -n "s/^ *$2: *//p"; }
+die() { echo "mysql_ha.sh: $*" >&2; exit 1; }
+
+# every node's options; the role's come after
+COMMON="--log-bin=mysql-bin --relay-log=relay-bin --binlog-format=ROW --sync-binlog=1 \
+--log-slave-updates=ON --gtid-strict-mode=OFF --slave-net-timeout=10 \
+--rpl-semi-sync-slave-enabled=ON --rpl-semi-sync-master-wait-point=AFTER_SYNC \
+--rpl-semi-sync-master-timeout=18446744073709551615 --rpl-semi-sync-master-wait-no-slave=ON \
+--replicate-ignore-table=dlock.held_session --replicate-ignore-table=dlock.queue_live \
+--innodb-log-file-size=64M"
+
+# start_node N ROLE: mariadbd of node N as primary or replica, with its data
+start_node() {
+    local n=$1 role=$2 opts
+    opts="--server-id=$((n + 1)) $COMMON"
+    if [ "$role" = primary ]; then
+        opts="$opts --rpl-semi-sync-master-enabled=ON --read-only=OFF"
+    else
+        opts="$opts --rpl-semi-sync-master-enabled=OFF --read-only=ON"
+    fi
+    MY_EXTRA_OPTS="$opts ${MY_HA_OPTS:-}" "$SERVER" start "$(node_dir "$n")" "$(port_of "$n")" >/dev/null
+}
+
+# replicate N FROM GTID: node N replicates from node FROM, starting after GTID
+replicate() {
+    local n=$1 from=$2 gtid=$3
+    sql "$n" -e "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL gtid_slave_pos = '$gtid';
+        CHANGE MASTER TO master_host = '127.0.0.1', master_port = $(port_of "$from"),
+            master_user = 'repl', master_password = 'repl', master_connect_retry = 1,
+            master_use_gtid = slave_pos;
+        START SLAVE;"
+    # connected and acknowledging: the primary counts a semi-sync replica
+    for _ in $(seq 300); do
+        [ "$(sql "$from" -e "SHOW STATUS LIKE 'Rpl_semi_sync_master_clients'" | cut -f2)" = 1 ] && return 0
+        sleep 0.1
+    done
+    die "node $n did not connect to node $from as a semi-synchronous replica: $(slave_field "$n" Last_IO_Error)"
+}
+
+# rebuild N: node N afresh from the template, a replica of the primary
+rebuild() {
+    local n=$1 p d
+    p=$(primary)
+    d=$(node_dir "$n")
+    "$SERVER" stop "$d" || true
+    rm -rf "$d/data"
+    cp -a "$DIR/template" "$d/data"
+    cp -p "$DIR/dlock.cnf" "$d/dlock.cnf"
+    start_node "$n" replica
+    # its binary log starts where the template ends: a replica of it asking
+    # for that position later (the next failover) finds it here even when no
+    # change of the old primary was logged since (MEMORY-table rows are not)
+    sql "$n" -e "RESET MASTER; SET GLOBAL gtid_binlog_state = '$(cat "$DIR/template.gtid")'"
+    replicate "$n" "$p" "$(cat "$DIR/template.gtid")"
+}
+
+case "$cmd" in
+start)
+    PORT=${3:?PORT_BASE}
+    [ -e "$DIR/n0" ] && die "$DIR/n0 exists already"
+    mkdir -p "$DIR"; chmod 755 "$DIR"
+    echo "$PORT" > "$DIR/port_base"
+    # node 0 alone first, not yet waiting for a replica: install dlock and
+    # the replication account, then stop it for a copy of its data
+    MY_EXTRA_OPTS="--server-id=1 $COMMON --rpl-semi-sync-master-enabled=OFF ${MY_HA_OPTS:-}" \
+        "$SERVER" start "$(node_dir 0)" "$PORT" >/dev/null
+    sql 0 -e "CREATE USER 'repl'@'127.0.0.1' IDENTIFIED BY 'repl';
+              GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'127.0.0.1'"
+    "$SERVER" stop "$(node_dir 0)"
+    # the GTID the copy ends at: the last one in node 0's binary log
+    gtid=$(mariadb-binlog "$(node_dir 0)"/data/mysql-bin.[0-9]* 2>/dev/null |
+           grep -o 'GTID [0-9]*-[0-9]*-[0-9]*' | tail -1 | cut -d' ' -f2)
+    [ -n "$gtid" ] || die "no GTID in node 0's binary log"
+    echo "$gtid" > "$DIR/template.gtid"
+    # the pair's first data, without node 0's binary logs and pid file
+    cp -a "$(node_dir 0)/data" "$DIR/template"
+    rm -f "$DIR/template"/mysql-bin.* "$DIR/template"/*.pid "$DIR/template"/relay-bin.* \
+        "$DIR/template"/master.info "$DIR/template"/relay-log.info
+    cp -p "$(node_dir 0)/dlock.cnf" "$DIR/dlock.cnf"
+    echo 0 > "$DIR/primary"
+    start_node 0 primary
+    mkdir -p "$(node_dir 1)"; chmod 755 "$(node_dir 1)"
+    rebuild 1
+    ;;
+promote)
+    n=${3:?NODE}
+    [ "$n" = 0 ] || [ "$n" = 1 ] || die "NODE is 0 or 1"
+    other=$((1 - n))
+    # fence: the other node's sessions hold session locks and may not go on
+    "$SERVER" kill "$(node_dir "$other")"
+    "$SERVER" status "$(node_dir "$n")" >/dev/null || die "node $n is not running"
+    # everything received is applied before the replica threads stop
+    sql "$n" -e "STOP SLAVE IO_THREAD" 2>/dev/null || true
+    io=$(slave_field "$n" Gtid_IO_Pos)
+    if [ -n "$io" ]; then
+        r=$(sql "$n" -e "SELECT MASTER_GTID_WAIT('$io', 120)")
+        [ "$r" = 0 ] || die "node $n did not apply what it received ($io): $(slave_field "$n" Last_SQL_Error)"
+    elif [ -n "$(slave_field "$n" Master_Host)" ]; then
+        die "node $n replicates but shows no Gtid_IO_Pos"
+    fi
+    sql "$n" -e "STOP SLAVE; RESET SLAVE ALL;
+                 SET GLOBAL rpl_semi_sync_master_enabled = ON;
+                 SET GLOBAL read_only = OFF"
+    echo "$n" > "$DIR/primary"
+    ;;
+rejoin)
+    n=${3:?NODE}
+    [ "$(primary)" != "$n" ] || die "node $n is the primary"
+    rebuild "$n"
+    ;;
+kill)
+    n=${3:?NODE}
+    "$SERVER" kill "$(node_dir "$n")"
+    ;;
+restart)
+    n=${3:?NODE}
+    if [ "$(primary)" = "$n" ]; then start_node "$n" primary; else start_node "$n" replica; fi
+    ;;
+stop)
+    for n in 0 1; do
+        [ -d "$(node_dir $n)" ] && "$SERVER" stop "$(node_dir $n)"
+    done
+    exit 0
+    ;;
+status)
+    p=$(primary 2>/dev/null || echo '?')
+    for n in 0 1; do
+        d=$(node_dir $n)
+        role=replica; [ "$p" = "$n" ] && role=primary
+        if st=$("$SERVER" status "$d" 2>/dev/null); then
+            gtid=$(sql $n -e "SELECT @@gtid_current_pos" 2>/dev/null || echo '?')
+            ro=$(sql $n -e "SELECT @@read_only" 2>/dev/null || echo '?')
+            echo "node $n: $role, $st, port $(port_of $n), read_only $ro, gtid $gtid"
+        else
+            echo "node $n: $role, stopped"
+        fi
+    done
+    ;;
+primary)
+    primary
+    ;;
+*)
+    echo "unknown command $cmd" >&2; exit 2 ;;
+esac
