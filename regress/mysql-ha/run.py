@@ -42,6 +42,7 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "regress"))
 from checklib import check, run  # noqa: E402
+from mylib import connect, q  # noqa: E402
 
 subprocess.run([os.path.join(ROOT, "scripts", "deps.sh"), "python3-mysqldb", "mariadb-server",
                 "galera-4", "libmariadb-dev", "libmariadbd-dev"], check=True,
@@ -60,21 +61,6 @@ def ha(*args, check_rc=True):
     if check_rc and r.returncode != 0:
         raise RuntimeError("mysql_ha.sh %s: %s" % (" ".join(map(str, args)), r.stderr.strip()))
     return r.stdout
-
-
-def connect(sock):
-    c = MySQLdb.connect(unix_socket=sock, user="root", connect_timeout=10)
-    c.autocommit(True)
-    return c
-
-
-def q(c, sql, args=None):
-    cur = c.cursor()
-    try:
-        cur.execute(sql, args)
-        return list(cur.fetchall()) if cur.description else None
-    finally:
-        cur.close()
 
 
 def one(c, sql, args=None):

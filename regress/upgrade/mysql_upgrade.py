@@ -28,6 +28,8 @@ import MySQLdb
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "regress"))
 from checklib import check, run  # noqa: E402
+import mylib  # noqa: E402
+from mylib import q  # noqa: E402
 PORT = int(os.environ.get("MY_UPGRADE_PORT", "3491"))
 
 
@@ -39,18 +41,7 @@ def server(cmd, d, port=None):
 
 
 def connect(d):
-    c = MySQLdb.connect(unix_socket=os.path.join(d, "sock"), user="root")
-    c.autocommit(True)
-    return c
-
-
-def q(c, sql, args=None):
-    cur = c.cursor()
-    try:
-        cur.execute(sql, args)
-        return list(cur.fetchall()) if cur.description else None
-    finally:
-        cur.close()
+    return mylib.connect(os.path.join(d, "sock"))
 
 
 def client_file(d, path, before=""):
