@@ -858,9 +858,7 @@ class Client:
                 " FROM dlock.held WHERE owner IS NULL AND NOT implied"
                 " AND pid = pg_backend_pid() AND backend_start = s.backend_start),"
                 " (SELECT string_agg(name, ', ') FROM dlock.queue WHERE owner IS NULL"
-                " AND pid = pg_backend_pid() AND backend_start = s.backend_start),"
-                " (SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'SyncRep'"
-                " AND backend_type = 'dlock lock manager')"
+                " AND pid = pg_backend_pid() AND backend_start = s.backend_start)"
                 " FROM pg_stat_activity s WHERE s.pid = pg_backend_pid()")[0]
             if not (left[0] or left[1]):
                 break
@@ -868,7 +866,9 @@ class Client:
                 # a primary cut off from its synchronous standby: the lock
                 # manager cannot commit the withdrawal yet (it answered
                 # nobody); look again while it waits, until it is demoted
-                if not left[2] or mono() > self.deadline + 60:
+                waits = self.q("SELECT count(*) > 0 FROM pg_stat_activity WHERE"
+                               " wait_event = 'SyncRep' AND backend_type = 'dlock lock manager'")[0][0]
+                if not waits or mono() > self.deadline + 60:
                     break
                 self.rec.count("leftover rows while the lock manager waits for its standby")
                 end = mono() + 5
