@@ -20,7 +20,8 @@
 #   mysql_ha.sh primary DIR          the primary's node number
 #
 # Node N lives in DIR/nN (bench/mysql_server.sh's layout: socket DIR/nN/sock,
-# log DIR/nN/server.log), server_id N + 1, TCP on 127.0.0.1 only.  Clients:
+# log DIR/nN/server.log), server_id 1 for node 0 and a new one at every
+# rebuild (DIR/nN/server_id), TCP on 127.0.0.1 only.  Clients:
 # mariadb -S DIR/nN/sock -u root.  Replication runs as 'repl'@'127.0.0.1'.
 #
 # The settings that make a grant on the primary wait for the replica:
@@ -72,6 +73,8 @@ case "$DIR" in /*) ;; *) DIR=$PWD/$DIR ;; esac
 node_dir() { echo "$DIR/n$1"; }
 port_of() { echo $(( $(cat "$DIR/port_base") + $1 )); }
 primary() { cat "$DIR/primary"; }
+# a node's server_id: node 0 starts as 1, every rebuild takes a new one
+server_id_of() { cat "$(node_dir "$1")/server_id" 2>/dev/null || echo $(( $1 + 1 )); }
 sql() { local n=$1; shift; mariadb -S "$(node_dir "$n")/sock" -u root -NB "$@"; }
 # one field of SHOW SLAVE STATUS (by name: -N would drop the names)
 slave_field() { mariadb -S "$(node_dir "$1")/sock" -u root -e "SHOW SLAVE STATUS\G" |
@@ -89,7 +92,7 @@ COMMON="--log-bin=mysql-bin --relay-log=relay-bin --binlog-format=ROW --sync-bin
 # start_node N ROLE: mariadbd of node N as primary or replica, with its data
 start_node() {
     local n=$1 role=$2 opts
-    opts="--server-id=$((n + 1)) $COMMON"
+    opts="--server-id=$(server_id_of "$n") $COMMON"
     if [ "$role" = primary ]; then
         opts="$opts --rpl-semi-sync-master-enabled=ON --read-only=OFF"
     else
@@ -123,6 +126,12 @@ rebuild() {
     rm -rf "$d/data"
     cp -a "$DIR/template" "$d/data"
     cp -p "$DIR/dlock.cnf" "$d/dlock.cnf"
+    # A new server_id: a replica skips every event that carries its own id
+    # (MariaDB's guard against loops), so a node replaying a history it
+    # wrote itself as the old primary would silently skip its own grants and
+    # stop at the first later change to one of their rows (1032)
+    echo $(( $(cat "$DIR/last_server_id") + 1 )) > "$DIR/last_server_id"
+    cp "$DIR/last_server_id" "$d/server_id"
     start_node "$n" replica
     # its binary log starts where the template ends: a replica of it asking
     # for that position later (the next failover) finds it here even when no
@@ -137,6 +146,7 @@ start)
     [ -e "$DIR/n0" ] && die "$DIR/n0 exists already"
     mkdir -p "$DIR"; chmod 755 "$DIR"
     echo "$PORT" > "$DIR/port_base"
+    echo 1 > "$DIR/last_server_id"
     # node 0 alone first, not yet waiting for a replica: install dlock and
     # the replication account, then stop it for a copy of its data
     MY_EXTRA_OPTS="--server-id=1 $COMMON --rpl-semi-sync-master-enabled=OFF ${MY_HA_OPTS:-}" \
@@ -207,7 +217,7 @@ status)
         if st=$("$SERVER" status "$d" 2>/dev/null); then
             gtid=$(sql $n -e "SELECT @@gtid_current_pos" 2>/dev/null || echo '?')
             ro=$(sql $n -e "SELECT @@read_only" 2>/dev/null || echo '?')
-            echo "node $n: $role, $st, port $(port_of $n), read_only $ro, gtid $gtid"
+            echo "node $n: $role, $st, port $(port_of $n), server_id $(server_id_of $n), read_only $ro, gtid $gtid"
         else
             echo "node $n: $role, stopped"
         fi

@@ -249,10 +249,30 @@ class Suite:
         q(b, "SELECT dlock_release_all()")
         first.conn.cursor().execute("SELECT dlock_release_all()")
         # the rebuilt node is a refusing replica again
-        code, msg = error_of(self.admin(p), "SELECT dlock_acquire('r/y', 1)")
+        r = self.admin(p)
+        code, msg = error_of(r, "SELECT dlock_acquire('r/y', 1)")
         check("failover: the rebuilt old primary is a replica that refuses calls (1290)",
               code == 1290, "%s %s" % (code, msg))
-        for c in (a, sess, b, first.conn):
+        # it replays the whole history, the grants it wrote itself as the
+        # primary too: the new primary's renewal and release of the lease
+        # change a row only that history holds
+        pos = one(b, "SELECT @@gtid_binlog_pos")
+        waited = one(r, "SELECT MASTER_GTID_WAIT(%s, 60)", (pos,))
+        cur = r.cursor(MySQLdb.cursors.DictCursor)
+        cur.execute("SHOW SLAVE STATUS")
+        st = cur.fetchone() or {}
+        cur.close()
+        check("failover: the rebuilt old primary applied all of the new primary's binary"
+              " log, its own old grants' changes too",
+              waited == 0 and st.get("Slave_SQL_Running") == "Yes",
+              "%s, SQL thread %s: %s" % (waited, st.get("Slave_SQL_Running"),
+                                         st.get("Last_SQL_Error")))
+        tables = ("SELECT token, name, owner, expires_us FROM dlock.held_keyed ORDER BY token",
+                  "SELECT * FROM dlock.counter")
+        mine, theirs = [q(r, t) for t in tables], [q(b, t) for t in tables]
+        check("failover: ... and its lock tables equal the new primary's", mine == theirs,
+              "%s vs %s" % (mine, theirs))
+        for c in (a, sess, b, r, first.conn):
             try:
                 c.close()
             except MySQLdb.Error:
@@ -304,6 +324,8 @@ class Suite:
         self.isolated("kill")
         state = one(self.admin(1), "SELECT @@gtid_binlog_state")
         check("the replica, restarted, still logs no change of its own", "-2-" not in state, state)
+        self.failover()
+        # and back: the rebuilt node is promoted, the first new primary rebuilt
         self.failover()
         self.galera()
 
