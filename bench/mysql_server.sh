@@ -13,7 +13,8 @@
 # plugin_dir and holds a copy of mysql_udf/dlock_udf.so (build it first), so
 # the system plugin_dir is not touched.  Durable settings always:
 # innodb_flush_log_at_trx_commit = 1, doublewrite on.  Extra mariadbd options
-# come from $MY_EXTRA_OPTS.  Clients: mariadb -S DIR/sock -u root.
+# come from $MY_EXTRA_OPTS; $MY_NETNS names a network namespace (ip netns) to
+# start mariadbd in.  Clients: mariadb -S DIR/sock -u root.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:?usage: mysql_server.sh start|stop|kill|status DIR [PORT]}
@@ -37,7 +38,9 @@ start)
     fi
     # shellcheck disable=SC2086
     # the plugin's store credentials (scripts/mysql_install.sh writes them)
-    DLOCK_CNF="$DIR/dlock.cnf" setsid mariadbd --no-defaults --user=mysql --datadir="$DIR/data" \
+    netns=()
+    [ -n "${MY_NETNS:-}" ] && netns=(ip netns exec "$MY_NETNS")
+    DLOCK_CNF="$DIR/dlock.cnf" setsid ${netns[@]+"${netns[@]}"} mariadbd --no-defaults --user=mysql --datadir="$DIR/data" \
         --socket="$DIR/sock" --port="$PORT" --bind-address=127.0.0.1 \
         --pid-file="$DIR/mariadbd.pid" --log-error="$DIR/server.log" \
         --plugin-dir="$DIR/plugin" --event-scheduler=ON \

@@ -94,6 +94,8 @@ HA_RETRY_TIMEOUT=${HA_RETRY_TIMEOUT:-3}
     { echo "ha.sh: HA_LOOP_WAIT + 2 * (HA_RETRY_TIMEOUT + 2) must be below HA_TTL" >&2; exit 2; }
 
 die() { echo "ha.sh: $*" >&2; exit 1; }
+# shellcheck source=scripts/netns.sh
+. "$ROOT/scripts/netns.sh"
 say() { echo "ha.sh: $*" >&2; }
 usage() { sed -n '2,/^set -eu/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
@@ -102,6 +104,7 @@ cmd=${1:-}; [ -n "$cmd" ] || usage
 DIR=$2
 case "$DIR" in /*) ;; *) DIR=$PWD/$DIR ;; esac
 DIR=${DIR%/}
+NETNS_LIST=$DIR/namespaces
 shift 2
 
 # ---------------------------------------------------------------- helpers
@@ -261,33 +264,16 @@ install_deps() {
     return 0
 }
 
-add_ns() {
-    [ -e "/run/netns/$1" ] && die "network namespace $1 exists already (another cluster with this prefix?)"
-    ip netns add "$1"
-    echo "$1" >> "$DIR/namespaces"
-    ip -n "$1" link set lo up
-}
-# join namespace NS to the bridge by a veth pair (HUBIF in the hub, eth0 in NS)
-join_bridge() {
-    local ns=$1 hubif=$2 addr=$3 hub=${PREFIX}hub
-    ip -n "$hub" link add "$hubif" type veth peer name eth0 netns "$ns"
-    ip -n "$hub" link set "$hubif" master br0
-    ip -n "$hub" link set "$hubif" up
-    ip -n "$ns" addr add "$addr/24" dev eth0
-    ip -n "$ns" link set eth0 up
-}
+# the namespaces (scripts/netns.sh); the hub is PREFIXhub
 setup_netns() {
-    local hub=${PREFIX}hub n
+    local n
     for n in hub n1 n2 n3; do
         [ -e "/run/netns/$PREFIX$n" ] && die "network namespace $PREFIX$n exists already (another cluster with this prefix?)"
     done
-    add_ns "$hub"
-    ip -n "$hub" link add br0 type bridge
-    ip -n "$hub" addr add "$HUBADDR/24" dev br0
-    ip -n "$hub" link set br0 up
+    netns_hub "${PREFIX}hub" "$HUBADDR/24"
     for n in 1 2 3; do
-        add_ns "${PREFIX}n$n"
-        join_bridge "${PREFIX}n$n" "v-n$n" "$NET.$n"
+        netns_add "${PREFIX}n$n"
+        netns_join "${PREFIX}hub" "${PREFIX}n$n" "v-n$n" "$NET.$n/24"
     done
 }
 
@@ -566,15 +552,7 @@ do_stop() {
     done
     term_wait_kill 5 ${pids[@]+"${pids[@]}"}
     # namespaces we made: whatever still runs in them is ours
-    if [ -f "$DIR/namespaces" ]; then
-        for ns in $(tac "$DIR/namespaces"); do
-            [ -e "/run/netns/$ns" ] || continue
-            mapfile -t pids < <(ip netns pids "$ns" 2>/dev/null)
-            term_wait_kill 5 ${pids[@]+"${pids[@]}"}
-            ip netns del "$ns" 2>/dev/null || say "could not remove namespace $ns"
-        done
-        rm -f "$DIR/namespaces"
-    fi
+    netns_remove
     if [ "$SAFE" != "$DIR" ] && [ -L "$SAFE" ] && [ "$(readlink "$SAFE")" = "$DIR" ]; then
         rm -f "$SAFE"
     fi
@@ -592,21 +570,8 @@ any_alive() {
 
 # ---------------------------------------------------------------- nft cuts
 
-NFT_TABLE="table inet dlock_ha {
-    set cut { type ipv4_addr; }
-    chain input { type filter hook input priority 0; policy accept; ip saddr @cut drop; }
-    chain output { type filter hook output priority 0; policy accept; ip daddr @cut drop; }
-}"
-nft_in() { local ns=$1; shift; ip netns exec "$ns" nft "$@"; }
-cut_one() { # in A's namespace, drop B's address
-    local ns; ns=$(ns_of "$1")
-    nft_in "$ns" list table inet dlock_ha >/dev/null 2>&1 || echo "$NFT_TABLE" | nft_in "$ns" -f -
-    nft_in "$ns" add element inet dlock_ha cut "{ $(addr_of "$2") }"
-}
-heal_one() {
-    local ns; ns=$(ns_of "$1")
-    nft_in "$ns" delete element inet dlock_ha cut "{ $(addr_of "$2") }" 2>/dev/null || true
-}
+cut_one() { netns_cut "$(ns_of "$1")" "$(addr_of "$2")"; }   # in A's namespace, drop B
+heal_one() { netns_heal "$(ns_of "$1")" "$(addr_of "$2")"; }
 check_name() {
     { ns_of "$1" >/dev/null && [ "$1" != hub ]; } || die "unknown node or client: $1 (nodes n1..n3, clients: $(client_names | tr '\n' ' '))"
     if i=$(node_idx "$1"); then echo "n$i"; else echo "$1"; fi
@@ -794,8 +759,8 @@ client)
     for c in $CLIENTS; do [ "${c#*:}" -gt "$k" ] && k=${c#*:}; done
     k=$((k + 1))
     [ "$k" -le 150 ] || die "too many clients"
-    add_ns "$PREFIX$name"
-    join_bridge "$PREFIX$name" "vc$k" "$NET.$((100 + k))"
+    netns_add "$PREFIX$name" || exit 1
+    netns_join "${PREFIX}hub" "$PREFIX$name" "vc$k" "$NET.$((100 + k))/24"
     CLIENTS="${CLIENTS:+$CLIENTS }$name:$k"
     save_state
     echo "$PREFIX$name $NET.$((100 + k))"
@@ -821,7 +786,7 @@ heal)
     load_state; need_netns
     if [ $# -eq 0 ]; then
         for a in $(all_names); do
-            nft_in "$(ns_of "$a")" delete table inet dlock_ha 2>/dev/null || true
+            netns_heal "$(ns_of "$a")"
         done
     else
         [ $# -eq 2 ] || die "heal DIR [A B]"

@@ -2,14 +2,18 @@
 # scripts/mysql_ha.sh — a throwaway MariaDB primary with one semi-synchronous
 # replica on loopback, both with the dlock plugin, and a scripted failover.
 #
-#   mysql_ha.sh start DIR PORT_BASE  node 0 (primary, port PORT_BASE) and node
+#   mysql_ha.sh start DIR PORT_BASE [--netns PREFIX]
+#                                    node 0 (primary, port PORT_BASE) and node
 #                                    1 (replica, PORT_BASE + 1), GTID replication
-#   mysql_ha.sh promote DIR NODE     fence the other node (kill -9 of its
-#                                    mariadbd if it runs) and make NODE the
-#                                    primary: its replica threads applied all
-#                                    they received, stopped and reset, semi-sync
-#                                    master on, read_only off.  Its lock manager
-#                                    takes over at the next call, no restart
+#   mysql_ha.sh promote DIR NODE [--no-fence]
+#                                    fence the other node (kill -9 of its
+#                                    mariadbd if it runs; --no-fence: leave it,
+#                                    as when it is cut off and out of reach) and
+#                                    make NODE the primary: its replica threads
+#                                    applied all they received, stopped and
+#                                    reset, semi-sync master on, read_only off.
+#                                    Its lock manager takes over at the next
+#                                    call, no restart
 #   mysql_ha.sh rejoin DIR NODE      NODE (the old primary) back as the replica
 #                                    of the current primary, rebuilt (below)
 #   mysql_ha.sh kill DIR NODE        kill -9 of NODE's mariadbd (a crash)
@@ -18,6 +22,20 @@
 #   mysql_ha.sh stop DIR             stop both (clean, then SIGKILL), by pid
 #   mysql_ha.sh status DIR           one line per node: role, pid, port, GTID
 #   mysql_ha.sh primary DIR          the primary's node number
+#
+# With --netns PREFIX (scripts/netns.sh) node N runs in network namespace
+# PREFIXnN at 10.232.0.(N + 1), on a bridge in PREFIXhub; replication runs
+# over that bridge, and clients come from namespaces of their own:
+#   mysql_ha.sh client DIR NAME      namespace PREFIXNAME on the bridge at the
+#                                    next address from 10.232.0.101; prints
+#                                    "NAMESPACE ADDRESS"
+#   mysql_ha.sh addr DIR NAME        the address of n0, n1 or a client
+#   mysql_ha.sh cut DIR A B          drops every packet between A and B
+#   mysql_ha.sh isolate DIR A        cuts A from every other node and client
+#   mysql_ha.sh heal DIR [A B]       removes that cut; without A B every cut
+# Clients log in over TCP as dlock_test (password dlock_test, every right:
+# a throwaway cluster); the harness keeps using the unix sockets, which no
+# cut touches.  stop removes the namespaces.
 #
 # Node N lives in DIR/nN (bench/mysql_server.sh's layout: socket DIR/nN/sock,
 # log DIR/nN/server.log), server_id 1 for node 0 and a new one at every
@@ -66,10 +84,15 @@
 set -eu
 ROOT=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 SERVER=$ROOT/bench/mysql_server.sh
-cmd=${1:?usage: mysql_ha.sh start|promote|rejoin|kill|restart|stop|status|primary DIR [PORT_BASE|NODE]}
+cmd=${1:?usage: mysql_ha.sh start|promote|rejoin|kill|restart|stop|status|primary|client|addr|cut|isolate|heal DIR [PORT_BASE|NODE|NAME]}
 DIR=${2:?DIR}
 case "$DIR" in /*) ;; *) DIR=$PWD/$DIR ;; esac
 
+# shellcheck source=scripts/netns.sh
+. "$ROOT/scripts/netns.sh"
+NETNS_LIST=$DIR/namespaces
+NET=10.232.0
+prefix() { cat "$DIR/netns_prefix" 2>/dev/null || true; }
 node_dir() { echo "$DIR/n$1"; }
 port_of() { echo $(( $(cat "$DIR/port_base") + $1 )); }
 primary() { cat "$DIR/primary"; }
@@ -80,6 +103,28 @@ sql() { local n=$1; shift; mariadb -S "$(node_dir "$n")/sock" -u root -NB "$@"; 
 slave_field() { mariadb -S "$(node_dir "$1")/sock" -u root -e "SHOW SLAVE STATUS\G" |
                 sed -n "s/^ *$2: *//p"; }
 die() { echo "mysql_ha.sh: $*" >&2; exit 1; }
+
+# NAME (n0, n1 or a client) -> its namespace / its address (netns mode)
+ns_of() {
+    case "$1" in
+    n0|n1) echo "$(prefix)$1" ;;
+    *) grep -q "^$1:" "$DIR/clients" 2>/dev/null || die "unknown node or client: $1"
+       echo "$(prefix)$1" ;;
+    esac
+}
+addr_of() {
+    case "$1" in
+    n0|n1) echo "$NET.$(( ${1#n} + 1 ))" ;;
+    *) local k; k=$(sed -n "s/^$1://p" "$DIR/clients" 2>/dev/null)
+       [ -n "$k" ] || die "unknown node or client: $1"
+       echo "$NET.$((100 + k))" ;;
+    esac
+}
+all_names() { echo n0; echo n1; sed 's/:.*//' "$DIR/clients" 2>/dev/null || true; }
+# where node N's replica connects to it
+host_of() { if [ -n "$(prefix)" ]; then addr_of "n$1"; else echo 127.0.0.1; fi; }
+need_netns() { [ -n "$(prefix)" ] || die "$cmd needs a pair started with --netns"; }
+cut_pair() { netns_cut "$(ns_of "$1")" "$(addr_of "$2")"; netns_cut "$(ns_of "$2")" "$(addr_of "$1")"; }
 
 # every node's options; the role's come after
 COMMON="--log-bin=mysql-bin --relay-log=relay-bin --binlog-format=ROW --sync-binlog=1 \
@@ -93,19 +138,26 @@ COMMON="--log-bin=mysql-bin --relay-log=relay-bin --binlog-format=ROW --sync-bin
 start_node() {
     local n=$1 role=$2 opts
     opts="--server-id=$(server_id_of "$n") $COMMON"
-    if [ "$role" = primary ]; then
+    if [ "$role" = template ]; then
+        opts="$opts --rpl-semi-sync-master-enabled=OFF"
+    elif [ "$role" = primary ]; then
         opts="$opts --rpl-semi-sync-master-enabled=ON --read-only=OFF"
     else
         opts="$opts --rpl-semi-sync-master-enabled=OFF --read-only=ON"
     fi
-    MY_EXTRA_OPTS="$opts ${MY_HA_OPTS:-}" "$SERVER" start "$(node_dir "$n")" "$(port_of "$n")" >/dev/null
+    if [ -n "$(prefix)" ]; then
+        MY_NETNS=$(ns_of "n$n") MY_EXTRA_OPTS="$opts --bind-address=$(addr_of "n$n") ${MY_HA_OPTS:-}" \
+            "$SERVER" start "$(node_dir "$n")" "$(port_of "$n")" >/dev/null
+    else
+        MY_EXTRA_OPTS="$opts ${MY_HA_OPTS:-}" "$SERVER" start "$(node_dir "$n")" "$(port_of "$n")" >/dev/null
+    fi
 }
 
 # replicate N FROM GTID: node N replicates from node FROM, starting after GTID
 replicate() {
     local n=$1 from=$2 gtid=$3
     sql "$n" -e "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL gtid_slave_pos = '$gtid';
-        CHANGE MASTER TO master_host = '127.0.0.1', master_port = $(port_of "$from"),
+        CHANGE MASTER TO master_host = '$(host_of "$from")', master_port = $(port_of "$from"),
             master_user = 'repl', master_password = 'repl', master_connect_retry = 1,
             master_use_gtid = slave_pos;
         START SLAVE;"
@@ -122,7 +174,8 @@ rebuild() {
     local n=$1 p d
     p=$(primary)
     d=$(node_dir "$n")
-    "$SERVER" stop "$d" || true
+    # a fence as well: an old primary may still run, cut off
+    "$SERVER" kill "$d" || true
     rm -rf "$d/data"
     cp -a "$DIR/template" "$d/data"
     cp -p "$DIR/dlock.cnf" "$d/dlock.cnf"
@@ -143,16 +196,37 @@ rebuild() {
 case "$cmd" in
 start)
     PORT=${3:?PORT_BASE}
+    pfx=
+    if [ "${4:-}" = --netns ]; then
+        pfx=${5:?--netns PREFIX}
+        [[ "$pfx" =~ ^[A-Za-z0-9_-]{1,10}$ ]] || die "PREFIX: letters, digits, _ and -, at most 10"
+    fi
     [ -e "$DIR/n0" ] && die "$DIR/n0 exists already"
     mkdir -p "$DIR"; chmod 755 "$DIR"
     echo "$PORT" > "$DIR/port_base"
     echo 1 > "$DIR/last_server_id"
+    clients_from=127.0.0.1
+    if [ -n "$pfx" ]; then
+        "$ROOT/scripts/deps.sh" nftables >&2
+        for x in hub n0 n1; do
+            [ -e "/run/netns/$pfx$x" ] && die "network namespace $pfx$x exists already (another pair with this prefix?)"
+        done
+        echo "$pfx" > "$DIR/netns_prefix"
+        : > "$DIR/clients"
+        netns_hub "${pfx}hub" "$NET.254/24"
+        for x in 0 1; do
+            netns_add "${pfx}n$x"
+            netns_join "${pfx}hub" "${pfx}n$x" "v-n$x" "$(addr_of "n$x")/24"
+        done
+        clients_from=$NET.%
+    fi
     # node 0 alone first, not yet waiting for a replica: install dlock and
     # the replication account, then stop it for a copy of its data
-    MY_EXTRA_OPTS="--server-id=1 $COMMON --rpl-semi-sync-master-enabled=OFF ${MY_HA_OPTS:-}" \
-        "$SERVER" start "$(node_dir 0)" "$PORT" >/dev/null
-    sql 0 -e "CREATE USER 'repl'@'127.0.0.1' IDENTIFIED BY 'repl';
-              GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'127.0.0.1'"
+    start_node 0 template
+    sql 0 -e "CREATE USER 'repl'@'$clients_from' IDENTIFIED BY 'repl';
+              GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'$clients_from'"
+    [ -n "$pfx" ] && sql 0 -e "CREATE USER 'dlock_test'@'$NET.%' IDENTIFIED BY 'dlock_test';
+                               GRANT ALL ON *.* TO 'dlock_test'@'$NET.%'"
     "$SERVER" stop "$(node_dir 0)"
     # the GTID the copy ends at: the last one in node 0's binary log
     gtid=$(mariadb-binlog "$(node_dir 0)"/data/mysql-bin.[0-9]* 2>/dev/null |
@@ -174,7 +248,9 @@ promote)
     [ "$n" = 0 ] || [ "$n" = 1 ] || die "NODE is 0 or 1"
     other=$((1 - n))
     # fence: the other node's sessions hold session locks and may not go on
-    "$SERVER" kill "$(node_dir "$other")"
+    # (--no-fence: it is out of reach; its commits wait for an acknowledgement
+    # that cannot come, so it answers nothing more, and rejoin kills it)
+    [ "${4:-}" = --no-fence ] || "$SERVER" kill "$(node_dir "$other")"
     "$SERVER" status "$(node_dir "$n")" >/dev/null || die "node $n is not running"
     # everything received is applied before the replica threads stop
     sql "$n" -e "STOP SLAVE IO_THREAD" 2>/dev/null || true
@@ -207,7 +283,44 @@ stop)
     for n in 0 1; do
         [ -d "$(node_dir $n)" ] && "$SERVER" stop "$(node_dir $n)"
     done
+    netns_remove
     exit 0
+    ;;
+client)
+    need_netns
+    name=${3:?client DIR NAME}
+    [[ "$name" =~ ^[a-z][a-z0-9_]{0,9}$ ]] && [ "$name" != hub ] && [ "$name" != n0 ] &&
+        [ "$name" != n1 ] || die "client NAME: a lower-case letter, then letters, digits or _; at most 10"
+    if ! grep -q "^$name:" "$DIR/clients"; then
+        k=$(( $(wc -l < "$DIR/clients") + 1 ))
+        netns_add "$(prefix)$name"
+        netns_join "$(prefix)hub" "$(prefix)$name" "vc$k" "$NET.$((100 + k))/24"
+        echo "$name:$k" >> "$DIR/clients"
+    fi
+    echo "$(ns_of "$name") $(addr_of "$name")"
+    ;;
+addr)
+    need_netns
+    addr_of "${3:?addr DIR NAME}"
+    ;;
+cut)
+    need_netns
+    [ "${3:?cut DIR A B}" != "${4:?cut DIR A B}" ] || die "cannot cut $3 from itself"
+    cut_pair "$3" "$4"
+    ;;
+isolate)
+    need_netns
+    a=${3:?isolate DIR A}
+    ns_of "$a" >/dev/null
+    for b in $(all_names); do [ "$b" = "$a" ] || cut_pair "$a" "$b"; done
+    ;;
+heal)
+    need_netns
+    if [ $# -ge 4 ]; then
+        netns_heal "$(ns_of "$3")" "$(addr_of "$4")"; netns_heal "$(ns_of "$4")" "$(addr_of "$3")"
+    else
+        for a in $(all_names); do netns_heal "$(ns_of "$a")"; done
+    fi
     ;;
 status)
     p=$(primary 2>/dev/null || echo '?')

@@ -7,45 +7,24 @@ whole life (a socket keeps the namespace it was made in), so one process
 can hold clients on both sides of a cut.  The harness itself reaches every
 node through its unix socket, which no network cut touches.
 """
-import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import psycopg2
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from netnslib import netns  # noqa: E402,F401  (the tests take it from here too)
+
 HA = os.path.join(HERE, "..", "..", "scripts", "ha.sh")
 NODES = ("n1", "n2", "n3")
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_CLONE_NEWNET = 0x40000000
 
 
 def mono():
     return time.monotonic()
-
-
-class netns:
-    """Run the block in network namespace `name` (this thread only)."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __enter__(self):
-        self.home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        fd = os.open("/var/run/netns/" + self.name, os.O_RDONLY)
-        try:
-            if _libc.setns(fd, _CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns into " + self.name)
-        finally:
-            os.close(fd)
-        return self
-
-    def __exit__(self, *exc):
-        _libc.setns(self.home, _CLONE_NEWNET)
-        os.close(self.home)
 
 
 def alive(pid):
