@@ -32,7 +32,12 @@ start)
     install -m 0644 "$ROOT/mysql_udf/dlock_udf.so" "$DIR/plugin/dlock_udf.so"
     chown mysql: "$DIR"
     if [ ! -d "$DIR/data/mysql" ]; then
-        mariadb-install-db --no-defaults --user=mysql --datadir="$DIR/data" \
+        # one at a time, each with a temporary directory of its own: two
+        # bootstraps at once failed now and then ("Could not remove temporary
+        # table /tmp/#sql-temptable-...") - the suites run in pairs
+        mkdir -p "$DIR/tmp"; chown mysql: "$DIR/tmp"
+        flock /tmp/dlock-mariadb-install.lock \
+        mariadb-install-db --no-defaults --user=mysql --datadir="$DIR/data" --tmpdir="$DIR/tmp" \
             --auth-root-authentication-method=socket --skip-test-db > "$DIR/install.log" 2>&1 ||
             { echo "mysql_server.sh: mariadb-install-db failed:" >&2; tail -20 "$DIR/install.log" >&2; exit 1; }
     fi

@@ -139,7 +139,7 @@ if [ -x regress/mysql/run.sh ]; then
     /usr/bin/python3 regress/torture/mysql_torture.py --quick > "$DIR/mysql-torture.log" 2>&1; rc=$?
     cat "$DIR/mysql-torture.log"; record_from mysql-torture "$DIR/mysql-torture.log" $rc
     section "MySQL/MariaDB high availability: a semi-synchronous pair (the replica refuses, an isolated primary grants nothing, a failover keeps leases and tokens; Galera refused) beside its torture run (quick: 24 client processes, a failover, the replica killed and stopped)"
-    my_torture_ha() { /usr/bin/python3 regress/torture/mysql_torture.py --quick --ha --port 3404; }
+    my_torture_ha() { /usr/bin/python3 regress/torture/mysql_torture.py --quick --ha --netns --port 3404; }
     run_pair mysql-ha regress/mysql-ha/run.py mysql-torture-ha my_torture_ha
 fi
 

@@ -13,7 +13,11 @@
 #                                    applied all they received, stopped and
 #                                    reset, semi-sync master on, read_only off.
 #                                    Its lock manager takes over at the next
-#                                    call, no restart
+#                                    call, no restart.  Exits 3 (after the fence,
+#                                    nothing else changed) when NODE is not in
+#                                    step: it started last while behind the
+#                                    primary and has not applied all it had then
+#                                    (note_start); restart the primary instead
 #   mysql_ha.sh rejoin DIR NODE      NODE (the old primary) back as the replica
 #                                    of the current primary, rebuilt (below)
 #   mysql_ha.sh kill DIR NODE        kill -9 of NODE's mariadbd (a crash)
@@ -71,12 +75,16 @@
 # (--init-rpl-role=SLAVE), but refuses to when a MEMORY table's statement
 # follows it ("Cannot truncate the binary log ... unsafe statement") - and
 # the lock manager writes MEMORY tables all the time; a plain restart keeps
-# the tail, a divergence.  So NODE is started afresh from the pair's first
-# data (DIR/template, copied right after the install) and replays the new
-# primary's binary log from there (it holds the whole history:
-# log_slave_updates).  A real deployment would restore a mariadb-backup of
-# the new primary instead.  Until a replica is back, the new primary's
-# commits - and so every dlock answer - wait.
+# the tail, a divergence.  So NODE becomes a copy of the new primary's data:
+# the primary is stopped cleanly for the copy (its commits wait for a
+# replica until then anyway, so nothing was granted on it that the stop could
+# end), started again read-only while its position is read - its lock
+# manager refuses calls meanwhile, writes nothing - and opened for writes once
+# NODE replicates from that position.  A real deployment would restore a
+# mariadb-backup of the new primary instead.  (Replaying the primary's whole
+# history from the pair's first data took minutes after a long run: every
+# dlock answer waits until the replica caught up.)  Until a replica is back,
+# the new primary's commits - and so every dlock answer - wait.
 #
 # Extra mariadbd options for both nodes: $MY_HA_OPTS.  Stops nothing it did
 # not start: every kill is by the pid in a node's pid file, checked against
@@ -138,10 +146,12 @@ COMMON="--log-bin=mysql-bin --relay-log=relay-bin --binlog-format=ROW --sync-bin
 start_node() {
     local n=$1 role=$2 opts
     opts="--server-id=$(server_id_of "$n") $COMMON"
-    if [ "$role" = template ]; then
+    if [ "$role" = setup ]; then
         opts="$opts --rpl-semi-sync-master-enabled=OFF"
     elif [ "$role" = primary ]; then
         opts="$opts --rpl-semi-sync-master-enabled=ON --read-only=OFF"
+    elif [ "$role" = closed-primary ]; then
+        opts="$opts --rpl-semi-sync-master-enabled=ON --read-only=ON"
     else
         opts="$opts --rpl-semi-sync-master-enabled=OFF --read-only=ON"
     fi
@@ -169,28 +179,57 @@ replicate() {
     die "node $n did not connect to node $from as a semi-synchronous replica: $(slave_field "$n" Last_IO_Error)"
 }
 
-# rebuild N: node N afresh from the template, a replica of the primary
+# note_start N: before replica N starts, the primary's binary log position:
+# N may be promoted only once it applied everything up to there.  A GTID
+# replica's start deletes its relay logs - the changes it had received but
+# not yet applied, acknowledged ones among them - and fetches them again from
+# the primary; were the primary lost before that, they would be lost with it
+# (our failover check saw tokens handed out twice after a replica restarted
+# behind and was then promoted)
+note_start() {
+    local p; p=$(primary)
+    if [ "$p" != "$1" ] && "$SERVER" status "$(node_dir "$p")" >/dev/null 2>&1; then
+        sql "$p" -e "SELECT @@gtid_binlog_pos" > "$(node_dir "$1")/must_reach"
+    else
+        echo unknown > "$(node_dir "$1")/must_reach"
+    fi
+}
+
+# rebuild N: node N afresh as a copy of the primary's data, its replica
 rebuild() {
-    local n=$1 p d
+    local n=$1 p d pd gtid
     p=$(primary)
     d=$(node_dir "$n")
+    pd=$(node_dir "$p")
     # a fence as well: an old primary may still run, cut off
     "$SERVER" kill "$d" || true
     rm -rf "$d/data"
-    cp -a "$DIR/template" "$d/data"
-    cp -p "$DIR/dlock.cnf" "$d/dlock.cnf"
+    "$SERVER" status "$pd" >/dev/null || die "the primary (node $p) is not running"
+    "$SERVER" stop "$pd"
+    mkdir "$d/data"
+    # without the binary and relay logs and the replica's state files
+    tar -C "$pd/data" --exclude='./mysql-bin.*' --exclude='./relay-bin.*' \
+        --exclude='./master.info' --exclude='./relay-log.info' --exclude='./*.pid' -cf - . |
+        tar -C "$d/data" -xf -
+    cp -p "$pd/dlock.cnf" "$d/dlock.cnf"
+    # read-only while its position is read: nothing writes (its lock manager
+    # refuses calls), so the copy ends exactly there
+    start_node "$p" closed-primary
+    gtid=$(sql "$p" -e "SELECT @@gtid_binlog_pos")
+    [ -n "$gtid" ] || die "the primary (node $p) shows no binary log position"
     # A new server_id: a replica skips every event that carries its own id
-    # (MariaDB's guard against loops), so a node replaying a history it
-    # wrote itself as the old primary would silently skip its own grants and
-    # stop at the first later change to one of their rows (1032)
+    # (MariaDB's guard against loops); a node that once wrote as primary
+    # must not skip its old events should it ever replay them
     echo $(( $(cat "$DIR/last_server_id") + 1 )) > "$DIR/last_server_id"
     cp "$DIR/last_server_id" "$d/server_id"
+    echo "$gtid" > "$d/must_reach"
     start_node "$n" replica
-    # its binary log starts where the template ends: a replica of it asking
-    # for that position later (the next failover) finds it here even when no
-    # change of the old primary was logged since (MEMORY-table rows are not)
-    sql "$n" -e "RESET MASTER; SET GLOBAL gtid_binlog_state = '$(cat "$DIR/template.gtid")'"
-    replicate "$n" "$p" "$(cat "$DIR/template.gtid")"
+    # its binary log starts where the copy ends: a replica of it asking for
+    # that position later (the next failover) finds it here even when no
+    # change was logged since (MEMORY-table rows are not)
+    sql "$n" -e "RESET MASTER; SET GLOBAL gtid_binlog_state = '$gtid'"
+    replicate "$n" "$p" "$gtid"
+    sql "$p" -e "SET GLOBAL read_only = OFF"
 }
 
 case "$cmd" in
@@ -221,25 +260,13 @@ start)
         clients_from=$NET.%
     fi
     # node 0 alone first, not yet waiting for a replica: install dlock and
-    # the replication account, then stop it for a copy of its data
-    start_node 0 template
+    # the accounts; node 1 is then made from a copy of its data
+    start_node 0 setup
     sql 0 -e "CREATE USER 'repl'@'$clients_from' IDENTIFIED BY 'repl';
               GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'$clients_from'"
     [ -n "$pfx" ] && sql 0 -e "CREATE USER 'dlock_test'@'$NET.%' IDENTIFIED BY 'dlock_test';
                                GRANT ALL ON *.* TO 'dlock_test'@'$NET.%'"
-    "$SERVER" stop "$(node_dir 0)"
-    # the GTID the copy ends at: the last one in node 0's binary log
-    gtid=$(mariadb-binlog "$(node_dir 0)"/data/mysql-bin.[0-9]* 2>/dev/null |
-           grep -o 'GTID [0-9]*-[0-9]*-[0-9]*' | tail -1 | cut -d' ' -f2)
-    [ -n "$gtid" ] || die "no GTID in node 0's binary log"
-    echo "$gtid" > "$DIR/template.gtid"
-    # the pair's first data, without node 0's binary logs and pid file
-    cp -a "$(node_dir 0)/data" "$DIR/template"
-    rm -f "$DIR/template"/mysql-bin.* "$DIR/template"/*.pid "$DIR/template"/relay-bin.* \
-        "$DIR/template"/master.info "$DIR/template"/relay-log.info
-    cp -p "$(node_dir 0)/dlock.cnf" "$DIR/dlock.cnf"
     echo 0 > "$DIR/primary"
-    start_node 0 primary
     mkdir -p "$(node_dir 1)"; chmod 755 "$(node_dir 1)"
     rebuild 1
     ;;
@@ -261,6 +288,18 @@ promote)
     elif [ -n "$(slave_field "$n" Master_Host)" ]; then
         die "node $n replicates but shows no Gtid_IO_Pos"
     fi
+    # in step with the old primary: everything it acknowledged before this
+    # node's last start was fetched again and applied (note_start)
+    need=$(cat "$(node_dir "$n")/must_reach" 2>/dev/null || echo unknown)
+    if [ "$need" = unknown ] || [ "$(sql "$n" -e "SELECT MASTER_GTID_WAIT('$need', 0)")" != 0 ]; then
+        sql "$n" -e "START SLAVE IO_THREAD" 2>/dev/null || true
+        echo "mysql_ha.sh: node $n is not in step with the primary: it started last while the" \
+             "primary was at $need and has applied only up to" \
+             "$(sql "$n" -e "SELECT @@gtid_slave_pos"); the changes in between, acknowledged" \
+             "grants among them, exist only on the primary: restart the primary" \
+             "(mysql_ha.sh restart DIR $other) instead of promoting node $n" >&2
+        exit 3
+    fi
     sql "$n" -e "STOP SLAVE; RESET SLAVE ALL;
                  SET GLOBAL rpl_semi_sync_master_enabled = ON;
                  SET GLOBAL read_only = OFF"
@@ -277,7 +316,12 @@ kill)
     ;;
 restart)
     n=${3:?NODE}
-    if [ "$(primary)" = "$n" ]; then start_node "$n" primary; else start_node "$n" replica; fi
+    if [ "$(primary)" = "$n" ]; then
+        start_node "$n" primary
+    else
+        note_start "$n"
+        start_node "$n" replica
+    fi
     ;;
 stop)
     for n in 0 1; do

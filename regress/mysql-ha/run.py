@@ -19,7 +19,20 @@ MYSQL_HA_PORT (3520) and + 1, rpl_semi_sync_master_wait_point = AFTER_SYNC:
             with its token and acknowledged expiry, renewed with its key on
             the new primary; the old primary's session lock free; every new
             token above every token the old primary acknowledged; the
-            failover time (kill to the first grant);
+            failover time (kill to the first grant, the rebuild of the old
+            primary as a copy of the new one included); the rebuilt node
+            replays the whole history (its own old grants too) and its lock
+            tables equal the new primary's; then the same back;
+  partitions every node and the two clients c1, c2 in network namespaces of
+            their own (MYSQL_HA_NETNS, default dlmh-): a client holding a 3 s
+            lease cut from the primary cannot renew it, the next holder's
+            token is larger, the stale holder's fenced write changes
+            nothing; the primary cut from its replica answers no acquire
+            until the link is back; the primary cut from its replica and
+            from c2 while c1 still reaches it, the replica promoted without
+            a fence: nothing granted on the old side, the new primary grants
+            the same name with a larger token, a lease from before the cut
+            held with its token;
   galera    a single-node Galera cluster (galera-4, wsrep_on = ON): every
             call refused with the reason, said once in the server log.
 
@@ -42,7 +55,7 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "regress"))
 from checklib import check, run  # noqa: E402
-from mylib import connect, q  # noqa: E402
+from mylib import connect, connect_tcp, q  # noqa: E402
 
 subprocess.run([os.path.join(ROOT, "scripts", "deps.sh"), "python3-mysqldb", "mariadb-server",
                 "galera-4", "libmariadb-dev", "libmariadbd-dev"], check=True,
@@ -51,6 +64,7 @@ import MySQLdb  # noqa: E402
 
 PORT = int(os.environ.get("MYSQL_HA_PORT", "3520"))
 BREAK = os.environ.get("MYSQL_HA_BREAK", "")
+PREFIX = os.environ.get("MYSQL_HA_NETNS", "dlmh-")
 HA = os.path.join(ROOT, "scripts", "mysql_ha.sh")
 SERVER = os.path.join(ROOT, "bench", "mysql_server.sh")
 WAIT = 4.0          # how long an unanswered call is watched
@@ -78,9 +92,10 @@ def error_of(c, sql, args=None):
 class Call(threading.Thread):
     """A dlock call on its own connection, in the background."""
 
-    def __init__(self, sock, sql, args):
+    def __init__(self, where, sql, args):
+        """where: a unix socket, or a function that returns a connection."""
         super().__init__(daemon=True)
-        self.conn = connect(sock)
+        self.conn = where() if callable(where) else connect(where)
         self.sql, self.args = sql, args
         self.result = self.error = None
         self.done_at = None
@@ -217,8 +232,10 @@ class Suite:
         t0 = time.monotonic()
         ha("kill", self.dir, p)
         ha("promote", self.dir, new)
-        first = Call(self.sock[new], "SELECT dlock_acquire('fo/first', 60)", ())
+        # (the rebuild stops the new primary for a moment: a call sent before
+        # would lose its connection)
         ha("rejoin", self.dir, p)
+        first = Call(self.sock[new], "SELECT dlock_acquire('fo/first', 60)", ())
         first.join(60)
         took = (first.done_at or time.monotonic()) - t0
         print("     failover time (kill -9 to the first grant on the new primary): %.2f s" % took)
@@ -278,6 +295,92 @@ class Suite:
             except MySQLdb.Error:
                 pass
 
+    # -- network partitions (scripts/mysql_ha.sh --netns) ----------------------
+    def tcp(self, client, node):
+        """A connection of client (c1, c2) to node over the namespaces' bridge."""
+        return connect_tcp(PREFIX + client, ha("addr", self.dir, "n%d" % node).strip(),
+                           PORT + node)
+
+    def partitions(self):
+        p = self.primary()
+        rep = 1 - p
+        pn, rn = "n%d" % p, "n%d" % rep
+        # 1. a client holding a lease cut from the primary: it cannot renew,
+        # the next holder's token is larger, the stale holder is fenced
+        a = self.tcp("c2", p)
+        b = self.tcp("c1", p)
+        q(b, "CREATE TABLE IF NOT EXISTS test_guard.guard (name VARCHAR(64) PRIMARY KEY,"
+             " token BIGINT NOT NULL) ENGINE=InnoDB")
+        t_a = one(a, "SELECT dlock_acquire('pc/lease', 5, 3, 'exclusive', 'pc-a')")
+        granted_a = time.monotonic()
+        fence = "UPDATE test_guard.guard SET token = %s WHERE name = 'pc/lease' AND token < %s"
+        q(a, "INSERT INTO test_guard.guard VALUES ('pc/lease', %s)", (t_a,))
+        ha("cut", self.dir, "c2", pn)
+        t_b = one(b, "SELECT dlock_acquire('pc/lease', 10, 30, 'exclusive', 'pc-b')")
+        took = time.monotonic() - granted_a
+        check("client cut off: the next holder gets the lease with a larger token (%s > %s)"
+              " once it ran out (%.1f s after the stale grant)" % (t_b, t_a, took),
+              t_b is not None and t_b > t_a and took >= 2.9)
+        b.cursor().execute(fence, (t_b, t_b))
+        ha("heal", self.dir, "c2", pn)
+        a.ping(True)
+        cur = a.cursor()
+        cur.execute(fence, (t_a, t_a))
+        check("client cut off, healed: the stale holder's fenced write changes nothing",
+              cur.rowcount == 0, cur.rowcount)
+        cur.close()
+        code, msg = error_of(a, "SELECT dlock_renew('pc/lease', 10, 'pc-a')")
+        check("client cut off, healed: its renewal fails with [DL001]",
+              code == 1105 and "DL001" in msg, "%s %s" % (code, msg))
+        q(b, "SELECT dlock_release('pc/lease', 'pc-b')")
+        # 2. the primary cut from its replica, clients still reach it: no
+        # grant until the link is back
+        ha("cut", self.dir, pn, rn)
+        call = Call(lambda: self.tcp("c1", p), "SELECT dlock_acquire('pc/cut', 30)", ())
+        call.join(WAIT)
+        check("primary cut from its replica: an acquire from a client that reaches it is not"
+              " answered in %.0f s" % WAIT, not call.answered(), call.result)
+        ha("heal", self.dir, pn, rn)
+        call.join(30)
+        check("primary cut from its replica, healed: the acquire completes (token %s)"
+              % call.result, call.answered() and call.error is None and call.result is not None,
+              call.error)
+        call.conn.close()
+        # 3. the primary cut from its replica and from client c2 while c1
+        # still reaches it; the replica promoted without a fence
+        t_kept = one(b, "SELECT dlock_acquire('pc/kept', 5, 60, 'exclusive', 'pc-kept')")
+        acked = [one(b, "SELECT dlock_acquire('pc/t%d', 5)" % i) for i in range(3)]
+        top = max(acked + [t_kept, t_b])
+        ha("cut", self.dir, pn, rn)
+        ha("cut", self.dir, pn, "c2")
+        old_side = Call(lambda: self.tcp("c1", p), "SELECT dlock_acquire('pc/split', 30)", ())
+        time.sleep(1)
+        ha("promote", self.dir, rep, "--no-fence")
+        old_side.join(WAIT)
+        check("isolated primary: a call from a client that still reaches it is not answered"
+              " (%.0f s)" % WAIT, not old_side.answered(), old_side.result)
+        ha("heal", self.dir)
+        ha("rejoin", self.dir, p)         # fences the old primary, then rebuilds it
+        new_side = Call(lambda: self.tcp("c2", rep), "SELECT dlock_acquire('pc/split', 60)", ())
+        old_side.join(30)
+        new_side.join(60)
+        check("isolated primary: its pending call ends without a grant once it is fenced",
+              old_side.answered() and old_side.result is None, old_side.result)
+        check("isolated primary: the new primary grants the same name, token %s above every"
+              " acknowledged one (%d)" % (new_side.result, top),
+              new_side.error is None and new_side.result is not None and new_side.result > top,
+              new_side.error)
+        c = self.tcp("c2", rep)
+        rows = q(c, "SELECT token FROM dlock.held WHERE name = 'pc/kept' AND owner = 'pc-kept'")
+        check("isolated primary: the lease granted before the cut is held on the new primary"
+              " with its token %d" % t_kept, rows == [(t_kept,)], rows)
+        q(c, "SELECT dlock_release('pc/kept', 'pc-kept')")
+        for x in (a, b, c, new_side.conn):
+            try:
+                x.close()
+            except MySQLdb.Error:
+                pass
+
     # -- Galera ----------------------------------------------------------------
     def galera(self):
         d = os.path.join(self.dir, "galera")
@@ -317,7 +420,14 @@ class Suite:
                                         " --replicate-ignore-table=dlock.held_keyed")
         subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "mysql_udf")], check=True,
                        stdout=subprocess.DEVNULL)
-        ha("start", self.dir, PORT)
+        ha("start", self.dir, PORT, "--netns", PREFIX)
+        for client in ("c1", "c2"):
+            ha("client", self.dir, client)
+        q(self.admin(0), "CREATE DATABASE test_guard")
+        # the lock manager loads its picture at its first call since the
+        # start (the copy for node 1 restarted node 0): done here, so the
+        # batch the isolated checks watch is the grant's own
+        q(self.admin(0), "SELECT dlock_holder('warm/up')")
         print("     %s" % ha("status", self.dir).strip().replace("\n", "\n     "))
         self.replica_refuses()
         self.isolated("io")
@@ -327,6 +437,7 @@ class Suite:
         self.failover()
         # and back: the rebuilt node is promoted, the first new primary rebuilt
         self.failover()
+        self.partitions()
         self.galera()
 
     def cleanup(self):

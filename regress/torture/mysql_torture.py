@@ -65,9 +65,21 @@ grant -, every owner-keyed lease acknowledged before a failover is held by
 the promoted replica with its token, tokens still grow in grant order across
 failovers, the failover time (the kill to the first grant on the new
 primary).  --quick with --ha: 45 s with 24 clients, one failover and one of
-each replica fault.
+each replica fault.  At the end the replica has applied the primary's whole
+binary log and replicates on.
 
-Usage: mysql_torture.py [--quick] [--ha] [--seconds S] [--clients N] [--port P]
+Network partitions (--ha --netns): both nodes and the clients in network
+namespaces of their own (scripts/mysql_ha.sh --netns, prefix
+MYSQL_TORTURE_NETNS, default dlmt-), the clients over TCP, a quarter of them
+from namespace c2, the rest from c1; the harness keeps the unix sockets.
+Faults besides: the primary cut from its replica for 3-8 s (no grant answered
+meanwhile), c2 cut from the primary for 10 s (leases run out, their holders'
+late writes fenced), and the primary cut from its replica and from c2 while
+c1 still reaches it, the replica promoted without a fence, the old primary
+fenced and rebuilt once healed (no grant answered from the cut until the
+rebuilt replica is back).  --quick: 100 s, one of each HA fault.
+
+Usage: mysql_torture.py [--quick] [--ha [--netns]] [--seconds S] [--clients N] [--port P]
 Prints a table and "mysql-torture: N passed, M failed" ("mysql-torture-ha:"
 in HA mode).
 """
@@ -93,6 +105,8 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 subprocess.run([os.path.join(ROOT, "scripts", "deps.sh"), "python3-mysqldb", "mariadb-server",
                 "libmariadb-dev", "libmariadbd-dev"], check=True, stdout=subprocess.DEVNULL)
 import MySQLdb  # noqa: E402  (after deps.sh has installed it)
+sys.path.insert(0, os.path.join(HERE, ".."))
+from netnslib import netns  # noqa: E402
 from MySQLdb.constants import CLIENT  # noqa: E402
 SERVER = os.path.join(ROOT, "bench", "mysql_server.sh")
 HA_SCRIPT = os.path.join(ROOT, "scripts", "mysql_ha.sh")
@@ -163,9 +177,15 @@ REPLICA = 1290
 
 
 def connect(sock, timeout=5):
+    """sock: a unix socket path, or (host, port) - netns mode: over TCP from
+    the client's namespace as the throwaway pair's dlock_test."""
     # FOUND_ROWS: an UPDATE answers the rows it matched, not the ones it changed
-    c = MySQLdb.connect(unix_socket=sock, user="root", connect_timeout=timeout,
-                        client_flag=CLIENT.FOUND_ROWS)
+    if isinstance(sock, tuple):
+        c = MySQLdb.connect(host=sock[0], port=sock[1], user="dlock_test", passwd="dlock_test",
+                            connect_timeout=timeout, client_flag=CLIENT.FOUND_ROWS)
+    else:
+        c = MySQLdb.connect(unix_socket=sock, user="root", connect_timeout=timeout,
+                            client_flag=CLIENT.FOUND_ROWS)
     c.autocommit(True)
     return c
 
@@ -188,6 +208,7 @@ class Shared:
         self.conngen = mp.Array("q", clients)    # ... and the server run it belongs to
         self.gen = mp.Value("q", 0)              # server runs started so far
         self.unstable = mp.Value("d", 0.0)       # monotonic: until then the server restarts
+        self.fault_at = mp.Value("d", 0.0)       # monotonic: when the last such fault began
         self.primary = mp.Value("i", 0)          # HA: the primary's node
 
 
@@ -281,7 +302,10 @@ class Client:
             return self.one_value(sql, args)
         finally:
             took = time.monotonic() - started
-            if timeout is not None and not unstable and not self.restarting():
+            # a call that overlapped a server fault is excused (it may have
+            # waited for a replica, or for a cut link to heal)
+            if (timeout is not None and not unstable and not self.restarting()
+                    and self.shared.fault_at.value < started):
                 if took - timeout > self.worst:
                     self.worst = took - timeout
                     self.emit(k="w", d=self.worst)
@@ -907,8 +931,11 @@ class Client:
         self.emit(k="done")
 
 
-def client_process(slot, sock, deadline, logpath, shared):
+def client_process(slot, sock, deadline, logpath, shared, ns=None):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if ns:
+        # this process's one thread lives in the client's namespace
+        netns(ns).__enter__()
     Client(slot, sock, deadline, logpath, shared).run()
 
 
@@ -920,6 +947,10 @@ class Torture:
         # HA: node N's socket in DIR/nN (scripts/mysql_ha.sh), the clients
         # follow the primary
         self.socks = [os.path.join(self.dir, "n%d" % n, "sock") for n in (0, 1)]
+        # netns mode: the clients reach node N at endpoints[N] from their
+        # namespaces, a quarter of them from c2 (the one a client cut takes)
+        self.netns = args.netns
+        self.endpoints = None
         self.stats = collections.Counter()
         self.kills_of_server = 0
         self.procs = {}      # slot -> (process, logpath)
@@ -948,21 +979,38 @@ class Torture:
     def sock(self):
         return self.socks[self.shared.primary.value] if self.ha else os.path.join(self.dir, "sock")
 
-    def server(self, *cmd):
+    def server(self, *cmd, refusal_ok=False):
+        """Run bench/mysql_server.sh or scripts/mysql_ha.sh; its output.  With
+        refusal_ok, None when it refused (exit 3: a promotion of a replica
+        not in step)."""
         script = HA_SCRIPT if self.ha else SERVER
         r = subprocess.run([script, cmd[0], self.dir] + [str(c) for c in cmd[1:]],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if refusal_ok and r.returncode == 3:
+            return None
         if r.returncode != 0:
-            raise RuntimeError("%s %s failed: %s" % (os.path.basename(script), cmd[0], r.stdout))
+            raise RuntimeError("%s %s failed: %s%s" % (os.path.basename(script), cmd[0],
+                                                       r.stdout, r.stderr))
+        return r.stdout
+
+    def addr(self, name):
+        return self.server("addr", name).strip()
 
     def spawn(self, slot, deadline):
         logpath = os.path.join(self.dir, "client-%d-%d.log" % (slot, len(self.logs)))
         self.logs.append(logpath)
+        ns = None
+        if self.netns:
+            ns = NETNS_PREFIX + self.client_ns(slot)
         p = mp.Process(target=client_process,
-                       args=(slot, self.socks if self.ha else self.sock, deadline, logpath,
-                             self.shared), daemon=True)
+                       args=(slot, self.endpoints or (self.socks if self.ha else self.sock),
+                             deadline, logpath, self.shared, ns), daemon=True)
         p.start()
         self.procs[slot] = (p, logpath)
+
+    @staticmethod
+    def client_ns(slot):
+        return "c2" if slot % 4 == 3 else "c1"
 
     def admin(self):
         # a restart on a busy machine may take a while: a minute, then give up
@@ -977,6 +1025,12 @@ class Torture:
 
     def unstable(self):
         return time.monotonic() < self.shared.unstable.value
+
+    def begin_fault(self):
+        """A server fault begins: calls that overlap it may outlast their
+        timeouts (the server is down, or waits for its replica)."""
+        self.shared.fault_at.value = time.monotonic()
+        self.shared.unstable.value = float("inf")
 
     # -- checks while it runs -----------------------------------------------
     def await_session_end(self, cur, conn_id, what):
@@ -1154,7 +1208,7 @@ class Torture:
         return True
 
     def restart(self, kind):
-        self.shared.unstable.value = float("inf")
+        self.begin_fault()
         if kind == "clean":
             self.server("stop")
             self.stats["fault: clean server restart"] += 1
@@ -1181,14 +1235,27 @@ class Torture:
         """kill -9 of the primary, promotion of the replica, the old primary
         rebuilt as the new replica (until then the new primary's commits, and
         so its grants, wait)."""
-        self.shared.unstable.value = float("inf")
+        self.begin_fault()
         old = self.shared.primary.value
         t0 = time.monotonic()
         self.server("kill", old)
         t_dead = time.monotonic()      # the old primary is gone: it answers nothing more
         # every release that may have been carried out was logged before this
         t_down = time.time()
-        self.server("promote", 1 - old)
+        if self.server("promote", 1 - old, refusal_ok=True) is None:
+            # the replica restarted behind and has not caught up: promoting
+            # it would lose acknowledged grants; the primary comes back
+            self.server("restart", old)
+            self.stats["fault: kill -9 of the primary, promotion refused (replica not in"
+                       " step), primary restarted"] += 1
+            self.outages.append((t_dead, time.monotonic(), "primary killed, promotion refused"))
+            self.shared.gen.value += 1
+            self.shared.unstable.value = time.monotonic() + 3
+            admin = self.admin()
+            cur = admin.cursor()
+            self.lease_survival(cur, t_down, time.time(), "primary restart")
+            cur.close()
+            return admin
         self.failover_steps.append(["promotion %.1f s" % (time.monotonic() - t_dead)])
         t_restart = time.time()
         self.shared.primary.value = 1 - old
@@ -1209,11 +1276,86 @@ class Torture:
                               "failover (again after %.0f s)" % (self.grace - 1)))
         return admin
 
+    # -- network partitions (netns mode) ------------------------------------
+    def replica_cut(self, rng):
+        """The primary cut from its replica for 3-8 s while every client still
+        reaches it: its commits wait, so it answers no grant meanwhile."""
+        p = self.shared.primary.value
+        self.begin_fault()
+        self.server("cut", "n0", "n1")
+        gone = time.monotonic()
+        time.sleep(rng.uniform(3, 8))
+        back = time.monotonic()
+        self.server("heal", "n0", "n1")
+        self.outages.append((gone, back, "primary n%d cut from its replica" % p))
+        self.stats["fault: the primary cut from its replica for 3-8 s"] += 1
+        self.shared.unstable.value = time.monotonic() + 3
+
+    def client_cut(self):
+        """A quarter of the clients (namespace c2) cut from the primary for
+        10 s: their leases run out while they cannot renew, others take the
+        names, and their late writes must be fenced."""
+        pn = "n%d" % self.shared.primary.value
+        self.begin_fault()        # their calls wait for the link
+        self.server("cut", "c2", pn)
+        time.sleep(10)
+        self.server("heal", "c2", pn)
+        self.stats["fault: clients (c2) cut from the primary for 10 s"] += 1
+        self.shared.unstable.value = time.monotonic() + 3
+
+    def isolated_failover(self):
+        """The primary cut from its replica and from c2 while c1's clients
+        still reach it; the replica promoted without a fence 2 s later (the
+        old primary is out of reach), c2's clients follow; after 3 s more the
+        cut heals and the old primary is fenced and rebuilt.  No grant may be
+        answered from the cut until the rebuilt replica is back: the old
+        primary's commits wait for an acknowledgement that cannot come, the
+        new primary's for a replica."""
+        self.begin_fault()
+        old = self.shared.primary.value
+        new = 1 - old
+        t0 = time.monotonic()
+        self.server("cut", "n%d" % old, "n%d" % new)
+        self.server("cut", "n%d" % old, "c2")
+        t_cut = time.monotonic()      # from here no commit of the old primary is acknowledged
+        t_down = time.time()
+        time.sleep(2)
+        t_promote = time.monotonic()
+        if self.server("promote", new, "--no-fence", refusal_ok=True) is None:
+            # not in step (see failover): the old primary stays, healed
+            self.server("heal")
+            self.stats["fault: the primary isolated, promotion refused (replica not in"
+                       " step), healed"] += 1
+            self.outages.append((t_cut, time.monotonic(), "primary isolated, promotion refused"))
+            self.shared.unstable.value = time.monotonic() + 3
+            return self.admin()
+        self.failover_steps.append(["promotion %.1f s" % (time.monotonic() - t_promote)])
+        t_restart = time.time()
+        self.shared.primary.value = new
+        self.shared.gen.value += 1
+        self.failovers.append((t0, t_cut))
+        self.stats["fault: the primary isolated (c1 still reaches it), failover"] += 1
+        time.sleep(3)
+        self.server("heal")
+        t_rejoin = time.monotonic()
+        self.server("rejoin", old)
+        self.failover_steps[-1].append("rebuild %.1f s" % (time.monotonic() - t_rejoin))
+        self.outages.append((t_cut, time.monotonic(),
+                             "primary isolated, before the rebuilt replica"))
+        self.shared.unstable.value = time.monotonic() + 3
+        admin = self.admin()
+        cur = admin.cursor()
+        self.lease_survival(cur, t_down, t_restart, "isolated failover")
+        cur.close()
+        self.rechecks.append((time.monotonic() + self.grace - 1, t_down, t_restart,
+                              "isolated failover (again after %.0f s)" % (self.grace - 1)))
+        return admin
+
     def replica_fault(self, rng, kind):
         """The replica killed (-9) or stopped (SIGSTOP) for 1-3 s: the
         primary's commits wait, so it answers no grant meanwhile."""
         rep = 1 - self.shared.primary.value
-        self.shared.unstable.value = float("inf")
+        self.begin_fault()
         pause = rng.uniform(1, 3)
         if kind == "kill":
             self.server("kill", rep)
@@ -1251,10 +1393,14 @@ class Torture:
             # HA: a failover and the replica's faults in turn, every 20 s;
             # a quick run one of each
             kinds = ["replica_kill", "failover", "replica_stop"]
-            if span < 80:
-                restarts = [(time.monotonic() + span * (i + 1) / 4, k) for i, k in enumerate(kinds)]
+            if self.netns:
+                kinds += ["replica_cut", "client_cut", "isolated"]
+            if span < 80 or self.args.quick:
+                # spread over the first 85%: the last one ends before the clients
+                restarts = [(time.monotonic() + span * 0.85 * (i + 1) / len(kinds), k)
+                            for i, k in enumerate(kinds)]
             else:
-                restarts = [(time.monotonic() + t, kinds[i % 3])
+                restarts = [(time.monotonic() + t, kinds[i % len(kinds)])
                             for i, t in enumerate(range(15, int(span) - 15, 20))]
         elif span < 80:
             restarts = [(time.monotonic() + span / 3, "clean"),
@@ -1271,6 +1417,12 @@ class Torture:
             try:
                 if restarts and time.monotonic() >= restarts[0][0]:
                     kind = restarts.pop(0)[1]
+                    if kind == "replica_cut":
+                        self.replica_cut(rng)
+                        continue
+                    if kind == "client_cut":
+                        self.client_cut()
+                        continue
                     if kind.startswith("replica_"):
                         self.replica_fault(rng, kind[8:])
                         continue
@@ -1278,7 +1430,12 @@ class Torture:
                         admin.close()
                     except MySQLdb.Error:
                         pass
-                    admin = self.failover() if kind == "failover" else self.restart(kind)
+                    if kind == "isolated":
+                        admin = self.isolated_failover()
+                    elif kind == "failover":
+                        admin = self.failover()
+                    else:
+                        admin = self.restart(kind)
                     continue
                 cur = admin.cursor()
                 self.snapshot(cur)
@@ -1438,7 +1595,13 @@ class Torture:
         a = self.args
         subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "mysql_udf")], check=True,
                        stdout=subprocess.DEVNULL)
-        self.server("start", str(a.port))
+        if self.netns:
+            self.server("start", str(a.port), "--netns", NETNS_PREFIX)
+            for c in ("c1", "c2"):
+                self.server("client", c)
+            self.endpoints = [(self.addr("n%d" % n), a.port + n) for n in (0, 1)]
+        else:
+            self.server("start", str(a.port))
         admin = self.admin()
         cur = admin.cursor()
         cur.execute("SELECT @@dlock_restart_grace")
@@ -1552,9 +1715,12 @@ class Torture:
              if crashes > self.kills_of_server else []),
             ("enough operations ran", [] if ops >= 10 * a.clients else ["only %d operations" % ops]),
             ("every fault kind happened",
-             [k for k in (HA_FAULT_KINDS if self.ha else FAULT_KINDS) if self.stats[k] == 0]),
+             [k for k in (HA_FAULT_KINDS + (NETNS_FAULT_KINDS if self.netns else [])
+                          if self.ha else FAULT_KINDS) if self.stats[k] == 0]),
         ]
         if self.ha:
+            checks.append(("the replica applied the primary's whole binary log, its SQL thread"
+                           " runs", self.replica_in_step()))
             checks.append(("no grant answered to a call sent while the primary had no replica"
                            " (%d times: %d replica faults, %d failovers)"
                            % (len(self.outages), self.replica_faults, len(self.failovers)),
@@ -1567,6 +1733,32 @@ class Torture:
             failed += bool(bad)
         print("%s: %d passed, %d failed" % (SUITE[0], passed, failed))
         return 0 if failed == 0 else 1
+
+    def replica_in_step(self):
+        """[] if the replica caught up with the primary and replicates on;
+        else what is wrong."""
+        p = self.shared.primary.value
+        try:
+            a = connect(self.socks[p])
+            r = connect(self.socks[1 - p])
+            cur = a.cursor()
+            cur.execute("SELECT @@gtid_binlog_pos")
+            pos = cur.fetchone()[0]
+            cur = r.cursor()
+            cur.execute("SELECT MASTER_GTID_WAIT(%s, 60)", (pos,))
+            waited = cur.fetchone()[0]
+            cur = r.cursor(MySQLdb.cursors.DictCursor)
+            cur.execute("SHOW SLAVE STATUS")
+            st = cur.fetchone() or {}
+            a.close()
+            r.close()
+        except MySQLdb.Error as e:
+            return ["cannot ask the nodes: %s" % (e,)]
+        if waited == 0 and st.get("Slave_SQL_Running") == "Yes":
+            return []
+        return ["replica n%d at %s, primary at %s; SQL thread %s: %s"
+                % (1 - p, st.get("Gtid_Slave_Pos"), pos, st.get("Slave_SQL_Running"),
+                   st.get("Last_SQL_Error"))]
 
     def cleanup(self):
         for p, _ in self.procs.values():
@@ -1588,6 +1780,10 @@ FAULT_KINDS = ["fault: KILL QUERY of a waiter", "fault: KILL of a waiting connec
 HA_FAULT_KINDS = FAULT_KINDS[:6] + [
     "fault: failover (kill -9 of the primary, promotion, rebuild)",
     "fault: kill -9 of the replica, restart", "fault: SIGSTOP of the replica for 1-3 s"]
+NETNS_FAULT_KINDS = ["fault: the primary cut from its replica for 3-8 s",
+                     "fault: clients (c2) cut from the primary for 10 s",
+                     "fault: the primary isolated (c1 still reaches it), failover"]
+NETNS_PREFIX = os.environ.get("MYSQL_TORTURE_NETNS", "dlmt-")
 SUITE = ["mysql-torture"]
 
 
@@ -1596,14 +1792,20 @@ def main():
     ap.add_argument("--quick", action="store_true", help="35 s with 32 clients (make check)")
     ap.add_argument("--ha", action="store_true",
                     help="a primary with a semi-synchronous replica, failovers (scripts/mysql_ha.sh)")
+    ap.add_argument("--netns", action="store_true",
+                    help="with --ha: nodes and clients in network namespaces, partitions too")
     ap.add_argument("--seconds", type=float,
                     default=float(os.environ.get("MYSQL_TORTURE_SECONDS", 300)))
     ap.add_argument("--clients", type=int,
                     default=int(os.environ.get("MYSQL_TORTURE_CLIENTS", 48)))
     ap.add_argument("--port", type=int, default=int(os.environ.get("MYSQL_TORTURE_PORT", 3402)))
     args = ap.parse_args()
+    if args.netns and not args.ha:
+        ap.error("--netns needs --ha")
     if args.quick:
         args.seconds, args.clients = (45, 24) if args.ha else (35, 32)
+        if args.netns:
+            args.seconds = 100
     if args.ha:
         SUITE[0] = "mysql-torture-ha"
     t = Torture(args)
