@@ -23,6 +23,11 @@ MYSQL_HA_PORT (3520) and + 1, rpl_semi_sync_master_wait_point = AFTER_SYNC:
             primary as a copy of the new one included); the rebuilt node
             replays the whole history (its own old grants too) and its lock
             tables equal the new primary's; then the same back;
+  behind    the replica's SQL thread stopped, a lease granted (received and
+            acknowledged, not applied), the replica killed and started
+            again (without its relay logs, as a GTID replica does), the
+            primary killed: the promotion is refused (exit 3), the primary
+            restarted holds the lease, the next token is larger;
   partitions every node and the two clients c1, c2 in network namespaces of
             their own (MYSQL_HA_NETNS, default dlmh-): a client holding a 3 s
             lease cut from the primary cannot renew it, the next holder's
@@ -70,8 +75,9 @@ SERVER = os.path.join(ROOT, "bench", "mysql_server.sh")
 WAIT = 4.0          # how long an unanswered call is watched
 
 
-def ha(*args, check_rc=True):
-    r = subprocess.run([HA] + [str(a) for a in args], capture_output=True, text=True)
+def ha(*args, check_rc=True, env=None):
+    r = subprocess.run([HA] + [str(a) for a in args], capture_output=True, text=True,
+                       env=dict(os.environ, **(env or {})))
     if check_rc and r.returncode != 0:
         raise RuntimeError("mysql_ha.sh %s: %s" % (" ".join(map(str, args)), r.stderr.strip()))
     return r.stdout
@@ -295,6 +301,43 @@ class Suite:
             except MySQLdb.Error:
                 pass
 
+    # -- a replica restarted behind is not promoted ------------------------------
+    def behind(self):
+        """The replica received (and acknowledged) a grant but had not applied
+        it when it was killed; it starts again without its relay logs (as
+        every GTID replica does) and has not fetched the grant again when the
+        primary is killed: promoting it would lose the grant."""
+        p = self.primary()
+        rep = 1 - p
+        r = self.admin(rep)
+        q(r, "STOP SLAVE SQL_THREAD")
+        a = self.admin(p)
+        t_lease = one(a, "SELECT dlock_acquire('bh/lease', 5, 60, 'exclusive', 'bh-key')")
+        a.close()
+        r.close()
+        ha("kill", self.dir, rep)
+        ha("restart", self.dir, rep, env={"MY_HA_OPTS": "--skip-slave-start"})
+        ha("kill", self.dir, p)
+        out = subprocess.run([HA, "promote", self.dir, str(rep)], capture_output=True, text=True)
+        check("a replica restarted behind: its promotion is refused (exit 3, not in step)",
+              out.returncode == 3 and "not in step" in out.stderr,
+              "exit %d: %s" % (out.returncode, out.stderr.strip()[-300:]))
+        if out.returncode == 3:
+            ha("restart", self.dir, p)
+            q(self.admin(rep), "START SLAVE")
+        else:
+            ha("rejoin", self.dir, p)
+        b = self.admin(self.primary())
+        rows = q(b, "SELECT token FROM dlock.held WHERE name = 'bh/lease' AND owner = 'bh-key'")
+        check("a replica restarted behind: the grant it had not applied is held (token %d)"
+              % t_lease, rows == [(t_lease,)], rows)
+        t_next = one(b, "SELECT dlock_acquire('bh/next', 5)")
+        check("a replica restarted behind: the next token is larger (%s > %d)" % (t_next, t_lease),
+              t_next is not None and t_next > t_lease)
+        q(b, "SELECT dlock_release('bh/lease', 'bh-key')")
+        q(b, "SELECT dlock_release_all()")
+        b.close()
+
     # -- network partitions (scripts/mysql_ha.sh --netns) ----------------------
     def tcp(self, client, node):
         """A connection of client (c1, c2) to node over the namespaces' bridge."""
@@ -437,6 +480,7 @@ class Suite:
         self.failover()
         # and back: the rebuilt node is promoted, the first new primary rebuilt
         self.failover()
+        self.behind()
         self.partitions()
         self.galera()
 

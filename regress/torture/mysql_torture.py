@@ -1267,6 +1267,7 @@ class Torture:
         self.outages.append((t_dead, t_rejoin, "failover, before the rebuilt replica"))
         self.server("rejoin", old)
         self.failover_steps[-1].append("rebuild %.1f s" % (time.monotonic() - t_rejoin))
+        self.await_replica(serving=True)
         self.shared.unstable.value = time.monotonic() + 3
         admin = self.admin()
         cur = admin.cursor()
@@ -1289,6 +1290,7 @@ class Torture:
         self.server("heal", "n0", "n1")
         self.outages.append((gone, back, "primary n%d cut from its replica" % p))
         self.stats["fault: the primary cut from its replica for 3-8 s"] += 1
+        self.await_replica()
         self.shared.unstable.value = time.monotonic() + 3
 
     def client_cut(self):
@@ -1342,6 +1344,7 @@ class Torture:
         self.failover_steps[-1].append("rebuild %.1f s" % (time.monotonic() - t_rejoin))
         self.outages.append((t_cut, time.monotonic(),
                              "primary isolated, before the rebuilt replica"))
+        self.await_replica(serving=True)
         self.shared.unstable.value = time.monotonic() + 3
         admin = self.admin()
         cur = admin.cursor()
@@ -1350,6 +1353,34 @@ class Torture:
         self.rechecks.append((time.monotonic() + self.grace - 1, t_down, t_restart,
                               "isolated failover (again after %.0f s)" % (self.grace - 1)))
         return admin
+
+    def await_replica(self, serving=False):
+        """Until a commit on the primary is acknowledged again: a link healed
+        after a cut carries packets only at TCP's next retransmission, seconds
+        later, and until then every commit - the lock manager's reaping of
+        expired leases too - waits.  serving: and until the lock manager of
+        a new primary took over (it looks at its role once a second) and
+        answers, before the checks of its timing resume."""
+        started = time.monotonic()
+        a = self.admin()
+        try:
+            cur = a.cursor()
+            cur.execute("SET max_statement_time = 60")
+            cur.execute("INSERT INTO torture.ping VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1")
+            while serving:
+                try:
+                    cur.execute("SELECT dlock_holder('torture/ping')")
+                    break
+                except MySQLdb.Error as e:
+                    if e.args[0] != REPLICA or time.monotonic() - started > 60:
+                        raise
+                    time.sleep(0.2)
+            cur.close()
+        finally:
+            a.close()
+        self.stats["  replica acknowledging again, seconds after the fault (worst)"] = max(
+            self.stats["  replica acknowledging again, seconds after the fault (worst)"],
+            round(time.monotonic() - started))
 
     def replica_fault(self, rng, kind):
         """The replica killed (-9) or stopped (SIGSTOP) for 1-3 s: the
@@ -1375,6 +1406,7 @@ class Torture:
             self.stats["fault: SIGSTOP of the replica for 1-3 s"] += 1
         self.outages.append((gone, back, "replica %s" % ("killed" if kind == "kill" else "stopped")))
         self.replica_faults += 1
+        self.await_replica()
         self.shared.unstable.value = time.monotonic() + 3
 
     def faults(self, deadline):
@@ -1611,6 +1643,7 @@ class Torture:
                     " t0 BIGINT NOT NULL DEFAULT 0, t1 BIGINT NOT NULL DEFAULT 0,"
                     " t2 BIGINT NOT NULL DEFAULT 0, t3 BIGINT NOT NULL DEFAULT 0,"
                     " t4 BIGINT NOT NULL DEFAULT 0, t5 BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
+        cur.execute("CREATE TABLE torture.ping (id INT PRIMARY KEY, n BIGINT) ENGINE=InnoDB")
         cur.execute("CREATE TABLE torture.active (client INT, name VARBINARY(1024), token BIGINT,"
                     " mode TINYINT, permits INT, PRIMARY KEY (client, name), KEY (name))"
                     " ENGINE=InnoDB")
