@@ -138,7 +138,7 @@ if [ -x regress/mysql/run.sh ]; then
     section "MySQL/MariaDB torture (quick): 32 client processes with kills, KILL QUERY/KILL, restart and crash, fencing-checked"
     /usr/bin/python3 regress/torture/mysql_torture.py --quick > "$DIR/mysql-torture.log" 2>&1; rc=$?
     cat "$DIR/mysql-torture.log"; record_from mysql-torture "$DIR/mysql-torture.log" $rc
-    section "MySQL/MariaDB high availability: a semi-synchronous pair (the replica refuses, an isolated primary grants nothing, a failover keeps leases and tokens; Galera refused) beside its torture run (quick: 24 client processes, a failover, the replica killed and stopped)"
+    section "MySQL/MariaDB high availability: a semi-synchronous pair in network namespaces (the replica refuses, an isolated primary grants nothing, failovers keep leases and tokens, a replica not in step is not promoted, a client and the primary cut off; Galera refused) beside its torture run (quick: 24 client processes over TCP, failovers, the replica killed, stopped and cut off, clients cut off)"
     my_torture_ha() { /usr/bin/python3 regress/torture/mysql_torture.py --quick --ha --netns --port 3404; }
     run_pair mysql-ha regress/mysql-ha/run.py mysql-torture-ha my_torture_ha
 fi
