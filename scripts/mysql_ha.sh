@@ -43,7 +43,7 @@
 #
 # Node N lives in DIR/nN (bench/mysql_server.sh's layout: socket DIR/nN/sock,
 # log DIR/nN/server.log), server_id 1 for node 0 and a new one at every
-# rebuild (DIR/nN/server_id), TCP on 127.0.0.1 only.  Clients:
+# rebuild (DIR/nN/server_id), TCP on 127.0.0.1 only (--netns: the bridge).  Clients:
 # mariadb -S DIR/nN/sock -u root.  Replication runs as 'repl'@'127.0.0.1'.
 #
 # The settings that make a grant on the primary wait for the replica:
