@@ -1094,6 +1094,15 @@ resubmit_locked(bool fail, const char *msg)
 	}
 }
 
+/* A pause of the manager thread between tries. */
+static void
+pause_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
 /*
  * Ask the store something on a fresh connection, again and again with
  * growing pauses for up to LOAD_WAIT_US: ask returns >= 0 for an answer,
@@ -1103,7 +1112,7 @@ static int
 store_retry(int (*ask) (DlockErr *err), const char *what, DlockErr *err)
 {
 	DLockTime	until = mono_us() + LOAD_WAIT_US;
-	long		pause_ms = RETRY_MIN_MS;
+	long		pause = RETRY_MIN_MS;
 
 	for (;;)
 	{
@@ -1121,13 +1130,9 @@ store_retry(int (*ask) (DlockErr *err), const char *what, DlockErr *err)
 			*err = e;
 			return -1;
 		}
-		{
-			struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
-
-			nanosleep(&ts, NULL);
-		}
-		if (pause_ms < 500)
-			pause_ms *= 2;
+		pause_ms(pause);
+		if (pause < 500)
+			pause *= 2;
 	}
 }
 
@@ -1140,14 +1145,6 @@ static int
 batch_outcome(DlockErr *err)
 {
 	return store_retry(store_batch_applied, "tell whether a batch was applied", err);
-}
-
-static void
-pause_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
 }
 
 /*
@@ -1585,11 +1582,7 @@ manager_main(void *arg)
 			pthread_mutex_unlock(&mu.m);
 			if (batch_failures >= MAX_BATCH_FAILURES)
 				batch_failures = 0;
-			{
-				struct timespec ts = {0, RETRY_MIN_MS * 1000000L};
-
-				nanosleep(&ts, NULL);
-			}
+			pause_ms(RETRY_MIN_MS);
 			continue;
 		}
 		began = deferred > 0 ? deferred_since : now;	/* hand-offs wait from here */
