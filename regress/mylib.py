@@ -2,22 +2,30 @@
 (MySQLdb is imported at first use: a script may install it first)."""
 
 
-def connect(sock, timeout=10):
+def _flags(found_rows):
+    # FOUND_ROWS: an UPDATE answers the rows it matched, not the ones it changed
+    from MySQLdb.constants import CLIENT
+    return CLIENT.FOUND_ROWS if found_rows else 0
+
+
+def connect(sock, timeout=10, found_rows=False):
     """root over the server's unix socket, autocommit."""
     import MySQLdb
-    c = MySQLdb.connect(unix_socket=sock, user="root", connect_timeout=timeout)
+    c = MySQLdb.connect(unix_socket=sock, user="root", connect_timeout=timeout,
+                        client_flag=_flags(found_rows))
     c.autocommit(True)
     return c
 
 
-def connect_tcp(ns, host, port, timeout=10):
+def connect_tcp(ns, host, port, timeout=10, found_rows=False):
     """dlock_test (scripts/mysql_ha.sh --netns) over TCP from network namespace
-    ns: the connection stays in that namespace."""
+    ns (None: this thread's): the connection stays in that namespace."""
+    import contextlib
     import MySQLdb
     from netnslib import netns
-    with netns(ns):
+    with netns(ns) if ns else contextlib.nullcontext():
         c = MySQLdb.connect(host=host, port=port, user="dlock_test", passwd="dlock_test",
-                            connect_timeout=timeout)
+                            connect_timeout=timeout, client_flag=_flags(found_rows))
     c.autocommit(True)
     return c
 

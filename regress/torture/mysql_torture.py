@@ -106,8 +106,8 @@ subprocess.run([os.path.join(ROOT, "scripts", "deps.sh"), "python3-mysqldb", "ma
                 "libmariadb-dev", "libmariadbd-dev"], check=True, stdout=subprocess.DEVNULL)
 import MySQLdb  # noqa: E402  (after deps.sh has installed it)
 sys.path.insert(0, os.path.join(HERE, ".."))
+import mylib  # noqa: E402
 from netnslib import netns  # noqa: E402
-from MySQLdb.constants import CLIENT  # noqa: E402
 SERVER = os.path.join(ROOT, "bench", "mysql_server.sh")
 HA_SCRIPT = os.path.join(ROOT, "scripts", "mysql_ha.sh")
 
@@ -178,16 +178,11 @@ REPLICA = 1290
 
 def connect(sock, timeout=5):
     """sock: a unix socket path, or (host, port) - netns mode: over TCP from
-    the client's namespace as the throwaway pair's dlock_test."""
-    # FOUND_ROWS: an UPDATE answers the rows it matched, not the ones it changed
+    the client's namespace (the process is in it already).  FOUND_ROWS:
+    an UPDATE answers the rows it matched."""
     if isinstance(sock, tuple):
-        c = MySQLdb.connect(host=sock[0], port=sock[1], user="dlock_test", passwd="dlock_test",
-                            connect_timeout=timeout, client_flag=CLIENT.FOUND_ROWS)
-    else:
-        c = MySQLdb.connect(unix_socket=sock, user="root", connect_timeout=timeout,
-                            client_flag=CLIENT.FOUND_ROWS)
-    c.autocommit(True)
-    return c
+        return mylib.connect_tcp(None, sock[0], sock[1], timeout, found_rows=True)
+    return mylib.connect(sock, timeout, found_rows=True)
 
 
 def text_of(v):
@@ -1226,14 +1221,20 @@ class Torture:
         t_restart = time.time()
         self.server("start", str(self.args.port))
         self.shared.gen.value += 1
+        return self.back(t_down, t_restart, kind)
+
+    def back(self, t_down, t_restart, kind):
+        """The lock service is back after its server or primary went (down at
+        t_down, up again at t_restart): calls are timed again 3 s later; every
+        lease acknowledged before is checked now and once the restart grace
+        has run.  The fault thread's new admin connection."""
         self.shared.unstable.value = time.monotonic() + 3
         admin = self.admin()
         cur = admin.cursor()
         self.lease_survival(cur, t_down, t_restart, kind)
         cur.close()
-        # and again once the restart grace has run
         self.rechecks.append((time.monotonic() + self.grace - 1, t_down, t_restart,
-                              kind + " (again after %.0f s)" % (self.grace - 1)))
+                              "%s (again after %.0f s)" % (kind, self.grace - 1)))
         return admin
 
     # -- HA faults ---------------------------------------------------------
@@ -1256,12 +1257,7 @@ class Torture:
                        " step), primary restarted"] += 1
             self.outages.append((t_dead, time.monotonic(), "primary killed, promotion refused"))
             self.shared.gen.value += 1
-            self.shared.unstable.value = time.monotonic() + 3
-            admin = self.admin()
-            cur = admin.cursor()
-            self.lease_survival(cur, t_down, time.time(), "primary restart")
-            cur.close()
-            return admin
+            return self.back(t_down, time.time(), "primary restart")
         self.failover_steps.append(["promotion %.1f s" % (time.monotonic() - t_dead)])
         t_restart = time.time()
         self.shared.primary.value = 1 - old
@@ -1274,14 +1270,7 @@ class Torture:
         self.server("rejoin", old)
         self.failover_steps[-1].append("rebuild %.1f s" % (time.monotonic() - t_rejoin))
         self.await_replica(serving=True)
-        self.shared.unstable.value = time.monotonic() + 3
-        admin = self.admin()
-        cur = admin.cursor()
-        self.lease_survival(cur, t_down, t_restart, "failover")
-        cur.close()
-        self.rechecks.append((time.monotonic() + self.grace - 1, t_down, t_restart,
-                              "failover (again after %.0f s)" % (self.grace - 1)))
-        return admin
+        return self.back(t_down, t_restart, "failover")
 
     # -- network partitions (netns mode) ------------------------------------
     def replica_cut(self, rng):
@@ -1351,14 +1340,7 @@ class Torture:
         self.outages.append((t_cut, time.monotonic(),
                              "primary isolated, before the rebuilt replica"))
         self.await_replica(serving=True)
-        self.shared.unstable.value = time.monotonic() + 3
-        admin = self.admin()
-        cur = admin.cursor()
-        self.lease_survival(cur, t_down, t_restart, "isolated failover")
-        cur.close()
-        self.rechecks.append((time.monotonic() + self.grace - 1, t_down, t_restart,
-                              "isolated failover (again after %.0f s)" % (self.grace - 1)))
-        return admin
+        return self.back(t_down, t_restart, "isolated failover")
 
     def await_replica(self, serving=False):
         """Until a commit on the primary is acknowledged again: a link healed
