@@ -408,6 +408,16 @@ lock_in_use(const DLmLock *l)
 		!dlm_list_empty(&l->waiters);
 }
 
+/*
+ * Whether permits more fit a semaphore (15.3).  In 64 bits: capacity and
+ * permits go up to INT32_MAX each, and their sum past it wrapped around.
+ */
+static bool
+permits_fit(const DLmLock *l, int32_t permits)
+{
+	return (int64_t) l->permits_held + permits <= l->capacity;
+}
+
 static uint64_t
 pair_hash(const DLmLock *l, const DLmOwner *o)
 {
@@ -1354,7 +1364,7 @@ semaphore_pass(DLockManager *m, DLmLock *l, DLockTime now)
 		int			requester = w->requester;
 		DLmHolder  *h;
 
-		if (l->permits_held + w->permits > l->capacity)
+		if (!permits_fit(l, w->permits))
 			break;
 		if (named_holder(m, l, w->owner) != NULL)
 		{
@@ -1971,7 +1981,7 @@ do_held_once(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 	else if (own)
 		answer_error(m, r->requester, DLM_ERR_HELD_ONCE);
 	else if (dlm_list_empty(&l->waiters) &&
-			 (semaphore ? l->permits_held + r->permits <= l->capacity :
+			 (semaphore ? permits_fit(l, r->permits) :
 			  dlm_list_empty(&l->holders)))
 	{
 		DLmHolder  *h = semaphore ?
@@ -2977,7 +2987,7 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 		return DLM_ERR_BAD_REQUEST;
 	if (lock_in_use(l) ? (l->capacity != row->capacity || l->election != (row->value != NULL)) : false)
 		return DLM_ERR_CAPACITY;
-	if (l->permits_held + row->permits > row->capacity && row->capacity > 0)
+	if (row->capacity > 0 && (int64_t) l->permits_held + row->permits > row->capacity)
 		return DLM_ERR_CAPACITY;
 	l->capacity = row->capacity;
 	l->election = row->value != NULL;

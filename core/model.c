@@ -1458,10 +1458,10 @@ lock_empty(const Model *m, int lock)
 	return !lock_in_use(m, lock);
 }
 
-static int32_t
+static int64_t
 permits_held(const Model *m, int lock)
 {
-	int32_t		n = 0;
+	int64_t		n = 0;
 
 	for (int i = 0; i < m->nholders; i++)
 		if (m->holders[i].live && m->holders[i].lock == lock)

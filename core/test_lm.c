@@ -2686,6 +2686,68 @@ test_keep_place(void)
 	teardown();
 }
 
+/*
+ * 15.3 at the top of the range: capacities and permits up to INT32_MAX,
+ * whose sums pass it (they wrapped around and granted past capacity), on
+ * a request, a waiter's turn and a load.
+ */
+static void
+test_semaphore_max(void)
+{
+	static const char *const u[] = {"m", "h"};
+	DLmHolderRow r;
+	DLmLock    *L;
+
+	setup(10, 1000000, 1);
+	use(u, 2);
+	try_sem(0, "kA", "m", INT32_MAX, INT32_MAX);
+	CHECK_ST(0, GRANTED);
+	try_sem(1, "kB", "m", INT32_MAX, 1);
+	CHECK_ST(1, REFUSED);
+	sem(1, "kB", "m", INT32_MAX, 1, 0);
+	CHECK_ST(1, QUEUED);
+	sem(2, "kC", "m", INT32_MAX, INT32_MAX, 0);
+	CHECK_ST(2, QUEUED);
+	L = dlm_lookup(M, "m");
+	CHECK(L && L->permits_held == INT32_MAX);
+	rel(0, "kA", "m");
+	CHECK_ST(1, GRANTED);
+	CHECK(!ANSWERED(2));		/* 1 held: INT32_MAX more do not fit */
+	CHECK_EQ(L->permits_held, 1);
+	rel(1, "kB", "m");
+	CHECK_ST(2, GRANTED);
+	CHECK_EQ(L->permits_held, INT32_MAX);
+	rel(2, "kC", "m");
+
+	try_sem(3, "kD", "h", 1 << 30, 1 << 30);
+	CHECK_ST(3, GRANTED);
+	try_sem(4, "kE", "h", 1 << 30, 1 << 30);
+	CHECK_ST(4, REFUSED);
+	rel(3, "kD", "h");
+
+	/* a load: rows whose permits pass the capacity together are refused */
+	setup(8, 100, 1);
+	dlm_set_counter(M, 5000);
+	cur_hi = 5000;
+	use(u, 1);
+	memset(&r, 0, sizeof(r));
+	r.name = "m";
+	r.owner_key = "L1";
+	r.mode = DLOCK_MODE_NL;
+	r.count = 1;
+	r.token = 4000;
+	r.expires_at = 100000;
+	r.ttl_us = 1000;
+	r.capacity = INT32_MAX;
+	r.permits = INT32_MAX;
+	CHECK_EQ(dlm_load_holder(M, &r), DLM_OK);
+	r.owner_key = "L2";
+	r.token = 4001;
+	r.permits = 1;
+	CHECK_EQ(dlm_load_holder(M, &r), DLM_ERR_CAPACITY);
+	CHECK_EQ(dlm_lookup(M, "m")->permits_held, INT32_MAX);
+}
+
 /* 15: counting semaphores -- capacity, strict FIFO, kinds, leases, kept places. */
 static void
 test_semaphore(void)
@@ -4492,6 +4554,7 @@ main(int argc, char **argv)
 	RUN(test_keep_place);
 	RUN(test_load_kept);
 	RUN(test_semaphore);
+	RUN(test_semaphore_max);
 	RUN(test_election);
 	RUN(test_expire);
 	RUN(test_announce);

@@ -803,7 +803,7 @@ pic_grantable(const Pic *p)
 		if (p->capacity[n] > 0)
 		{
 			/* 15.4: the head, if its permits fit */
-			int32_t		held = 0;
+			int64_t		held = 0;
 
 			for (int i = 0; i < p->nh[n]; i++)
 				held += p->h[n][i].permits;
@@ -1644,6 +1644,7 @@ typedef struct Gen
 	int32_t		next_pid;
 	int			keep_pct;		/* how often a keyed acquire keeps its place */
 	int			sem_pct;		/* how often an acquire or try is a semaphore's */
+	int32_t		big_capacity;	/* "c"'s capacity at the top of the range; 0: none */
 	int			elect_pct;		/* how often an acquire or try is a campaign */
 	Event		kept[4];		/* recent keep_place requests: to resume */
 	int			nkept;
@@ -1677,6 +1678,7 @@ gen_init(Gen *g, uint64_t seed)
 	g->ttl_pct = (int[]) {0, 30, 60}[rnd(&g->rng, 3)];
 	g->keep_pct = (int[]) {0, 30, 70}[rnd(&g->rng, 3)];
 	g->sem_pct = (int[]) {0, 0, 30, 80}[rnd(&g->rng, 4)];
+	g->big_capacity = (int32_t[]) {0, 0, 1 << 30, INT32_MAX}[rnd(&g->rng, 4)];
 	g->elect_pct = (int[]) {0, 0, 30, 80}[rnd(&g->rng, 4)];
 	g->nkept = 0;
 }
@@ -1945,6 +1947,14 @@ gen_event(Gen *g, const Model *m, Event *e)
 			/* 15: permits of a semaphore; mostly its name's own capacity */
 			e->capacity = rnd(&g->rng, 8) == 0 ? 1 + rnd(&g->rng, 4) : 2 + (e->names[0][0] - 'a') % 2;
 			e->permits = 1 + rnd(&g->rng, e->capacity);
+			if (g->big_capacity != 0 && e->names[0][0] == 'c' && rnd(&g->rng, 8) != 0)
+			{
+				/* 15.3: permits whose sums pass INT32_MAX */
+				int32_t		c = g->big_capacity;
+
+				e->capacity = c;
+				e->permits = (int32_t[]) {1, c / 2, c / 2 + 1, c - 1, c}[rnd(&g->rng, 5)];
+			}
 			e->mode = DLOCK_MODE_NL;
 			if (rnd(&g->rng, 40) == 0)
 				e->permits = e->capacity + 1;	/* bad: more than it has */

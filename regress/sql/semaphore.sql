@@ -50,6 +50,15 @@ SELECT dlock_semaphore('sem/c', 2);
 SELECT dlock_renew('sem/c', '1 min') IS NOT NULL AS renewed;
 SELECT dlock_release('sem/c');
 
+-- capacities at the top of the range: permits whose sum passes 2^31 - 1
+SELECT dlock_try_semaphore('sem/max', 2147483647, 2147483647, owner => 'kA', ttl => '1 min') > 0 AS all_taken;
+SELECT dlock_try_semaphore('sem/max', 2147483647, 1, owner => 'kB', ttl => '1 min') AS one_more;
+SELECT sum(permits) AS held, dlock_semaphore_available('sem/max') AS available
+  FROM dlock.locks WHERE name = 'sem/max' AND granted;
+SELECT dlock_try_semaphore('sem/h', 1073741824, 1073741824, owner => 'kC', ttl => '1 min') > 0 AS first_half,
+       dlock_try_semaphore('sem/h', 1073741824, 1073741824, owner => 'kD', ttl => '1 min') AS second_half;
+SELECT dlock_release('sem/max', owner => 'kA'), dlock_release('sem/h', owner => 'kC');
+
 -- bad input
 SELECT dlock_semaphore('sem/e', 0);
 SELECT dlock_semaphore('sem/e', -1);
