@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "common/int.h"
 #include "fmgr.h"
@@ -877,6 +878,30 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 }
 
 /*
+ * check_caller
+ *		The first step of every function that takes, changes or releases
+ *		locks.  A grant belongs to the session that asks: in a parallel
+ *		worker (a caller marked PARALLEL SAFE) it would be the worker's and
+ *		end with it, and so in autovacuum (an index expression).
+ */
+static void
+check_caller(void)
+{
+	dlock_check_loaded();
+	if (IsInParallelMode())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("dlock functions that take or release locks cannot run during a parallel operation"),
+				 errdetail("A lock taken in a parallel worker would belong to the worker and end with it."),
+				 errhint("Mark the function that calls it PARALLEL UNSAFE.")));
+	if (MyBackendType != B_BACKEND && MyBackendType != B_BG_WORKER)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("dlock functions cannot be called from a %s process",
+						GetBackendTypeDesc(MyBackendType))));
+}
+
+/*
  * Fill what the acquire functions share; name_arg -1: the caller sets the
  * names; mode_arg -1: a semaphore's (NL).
  */
@@ -948,7 +973,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_ACQUIRE;
 	acquire_request(fcinfo, &req, 0, 1, 3, 4, 5);
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
@@ -993,7 +1018,7 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 	StringInfoData packed;
 	Datum	   *out;
 
-	dlock_check_loaded();
+	check_caller();
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -1073,7 +1098,7 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_TRY;
 	acquire_request(fcinfo, &req, 0, 1, 2, 3, -1);
 	return token_or_null(fcinfo, &req, "try-acquire");
@@ -1146,7 +1171,7 @@ dlock_campaign(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_ACQUIRE;
 	acquire_request(fcinfo, &req, 0, -1, 3, 4, 5);
 	req.mode = DLOCK_MODE_EX;
@@ -1164,7 +1189,7 @@ dlock_proclaim(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_PROCLAIM;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	dlock_check_namespace(req.name, req.name_len);
@@ -1196,7 +1221,7 @@ dlock_semaphore(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_ACQUIRE;
 	acquire_request(fcinfo, &req, 0, -1, 4, 5, 6);
 	semaphore_args(fcinfo, &req, 1);
@@ -1209,7 +1234,7 @@ dlock_try_semaphore(PG_FUNCTION_ARGS)
 {
 	DLockRequest req = {0};
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_TRY;
 	acquire_request(fcinfo, &req, 0, -1, 3, 4, -1);
 	semaphore_args(fcinfo, &req, 1);
@@ -1222,7 +1247,7 @@ dlock_convert(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_CONVERT;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	dlock_check_namespace(req.name, req.name_len);
@@ -1249,7 +1274,7 @@ dlock_release(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_RELEASE;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	arg_owner(fcinfo, 1, &req.owner, &req.owner_len);
@@ -1273,7 +1298,7 @@ dlock_renew(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_RENEW;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	req.ttl_us = arg_ttl_us(fcinfo, 1);
@@ -1300,7 +1325,7 @@ dlock_release_all(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_RELEASE_ALL;
 	req.name = "";
 	req.name_len = 0;
@@ -1336,7 +1361,7 @@ dlock_force_release(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	dlock_check_loaded();
+	check_caller();
 	req.op = DLOCK_OP_FORCE_RELEASE;
 	arg_name(fcinfo, 0, &req.name, &req.name_len);
 	arg_owner(fcinfo, 1, &req.owner, &req.owner_len);
@@ -1368,7 +1393,7 @@ dlock_force_release_all(PG_FUNCTION_ARGS)
 	DLockRequest req = {0};
 	DLockReply	reply;
 
-	dlock_check_loaded();
+	check_caller();
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

@@ -149,3 +149,41 @@ DISCARD PLANS;
 DISCARD TEMP;
 SELECT count(*) AS still_held FROM dlock.locks WHERE name = 'discard/a';
 SELECT dlock_release_all() AS released, dlock_release_all('kd') AS released_keyed;
+
+-- a lock taken in a parallel worker would belong to the worker's session
+-- and end with it: every function that takes or releases locks refuses to
+-- run during a parallel operation (a caller that lies: PARALLEL SAFE)
+CREATE FUNCTION public.err_par_acquire(n text) RETURNS bigint LANGUAGE plpgsql PARALLEL SAFE
+    AS $$BEGIN RETURN dlock_acquire(n); END$$;
+CREATE FUNCTION public.err_par_release(n text) RETURNS boolean LANGUAGE plpgsql PARALLEL SAFE
+    AS $$BEGIN RETURN dlock_release(n); END$$;
+CREATE ROLE dlock_err_par IN ROLE dlock_user;
+-- outcome() again: DISCARD ALL above dropped it
+CREATE FUNCTION pg_temp.outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE q;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END
+$$;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
+                  'on', false) AS parallel;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SELECT pg_temp.outcome($$SELECT public.err_par_acquire('err/par')$$) AS superuser;
+SET ROLE dlock_err_par;
+SELECT pg_temp.outcome($$SELECT public.err_par_acquire('err/par')$$) AS dlock_user;
+RESET ROLE;
+SELECT dlock_acquire('err/par') > 0 AS outside_parallel;
+SELECT pg_temp.outcome($$SELECT public.err_par_release('err/par')$$) AS release;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
+                  'off', false) AS parallel;
+SELECT public.err_par_release('err/par') AS released;
+SELECT count(*) AS left_behind FROM dlock.locks WHERE name = 'err/par';
+DROP FUNCTION public.err_par_acquire(text), public.err_par_release(text);
+DROP ROLE dlock_err_par;
