@@ -83,8 +83,11 @@ typedef enum DLockStatus
 	DLOCK_STATUS_KEPT,			/* withdrawn with keep_place: its place is
 								 * kept (token: its ticket, expires_at: the
 								 * place's lease) (14) */
-	DLOCK_STATUS_REVOKED		/* (adapters) NOT_HELD because an administrator
+	DLOCK_STATUS_REVOKED,		/* (adapters) NOT_HELD because an administrator
 								 * released it; the adapter tells the reason */
+	DLOCK_STATUS_UNCONFIRMED	/* (adapters) no synchronous standby confirmed
+								 * the commit that decided it: a grant is
+								 * released again; the adapter tells which */
 } DLockStatus;
 
 /* Requests on several names (acquire_all) name at most this many. */

@@ -27,6 +27,7 @@
 #ifndef DLOCK_H
 #define DLOCK_H
 
+#include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "port/atomics.h"
 #include "storage/latch.h"
@@ -211,5 +212,6 @@ extern void dlock_quotas_of(Oid user, DLockQuotas *quotas);
 
 /* dlock_worker.c */
 extern PGDLLEXPORT void dlock_worker_main(Datum main_arg);
+extern bool dlock_await_standby(XLogRecPtr upto);
 
 #endif							/* DLOCK_H */

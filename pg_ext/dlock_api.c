@@ -843,6 +843,13 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 					(errcode(ERRCODE_INTERNAL_ERROR),
 					 errmsg("dlock lock manager failed: %s", reply->errmsg)));
 			break;
+		case DLOCK_STATUS_UNCONFIRMED:
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_STATEMENT_COMPLETION_UNKNOWN),
+					 errmsg("no synchronous standby confirmed the lock manager's commit"),
+					 errdetail("%s", reply->errmsg),
+					 errhint("Call again: the lock manager now commits under the new setting.")));
+			break;
 		case DLOCK_STATUS_NOT_READY:
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

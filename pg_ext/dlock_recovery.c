@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "storage/proc.h"
 #include "storage/spin.h"
 #include "utils/memutils.h"
@@ -140,6 +141,8 @@ reload(void)
 	TimestampTz now;
 	bool		fresh;
 	int			resubmitted = 0;
+	XLogRecPtr	loaded_upto;
+	XLogRecPtr	upto;
 
 	DLockManager *lm = picture_reset();
 
@@ -147,7 +150,7 @@ reload(void)
 	dlock_store_begin();
 	if (!dlock_store_installed())
 	{
-		dlock_store_commit(true);
+		(void) dlock_store_commit(true);
 		MemoryContextSwitchTo(TopMemoryContext);
 		return NULL;
 	}
@@ -189,8 +192,17 @@ reload(void)
 	}
 	slots_scan_all();			/* the resubmitted are marked by nobody */
 
+	/*
+	 * The picture may hold what a predecessor committed but never answered
+	 * because no standby confirmed it: nothing is answered from it before
+	 * a standby has everything that was committed when it was read.  If
+	 * the setting no longer names a standby, nothing more is required.
+	 */
+	loaded_upto = GetXLogInsertRecPtr();
 	dlock_store_batch(lm);
-	dlock_store_commit(true);
+	upto = dlock_store_commit(true);
+	if (dlock_store_standby_waits())
+		(void) dlock_await_standby(Max(upto, loaded_upto));
 	dlm_settle(lm);
 	slots_publish(lm);
 	MemoryContextSwitchTo(TopMemoryContext);

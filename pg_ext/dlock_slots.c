@@ -255,6 +255,44 @@ dlock_on_answer(void *arg, int slotno, const DLmAnswer *a)
 	}
 }
 
+/*
+ * slots_unconfirmed
+ *		The batch's commit will never be confirmed by a synchronous standby
+ *		(dlock_worker.c, give_back): every grant and renewal it answered is
+ *		answered UNCONFIRMED instead.  Returns the requests whose grants
+ *		are to be released again, as their slots hold them.
+ */
+List *
+slots_unconfirmed(void)
+{
+	List	   *grants = NIL;
+	ListCell   *lc;
+
+	foreach(lc, outcome_slots)
+	{
+		int			slotno = lfirst_int(lc);
+		Outcome    *o = &outcomes[slotno];
+		DLockSlot  *slot = dlock_slot(slotno);
+		Request    *r;
+		bool		undo;
+
+		if (!o->answered ||
+			(o->status != DLOCK_STATUS_GRANTED && o->status != DLOCK_STATUS_RENEWED))
+			continue;
+		r = palloc(sizeof(Request));
+		SpinLockAcquire(&slot->mutex);
+		copy_request(slot, slotno, r);
+		SpinLockRelease(&slot->mutex);
+		undo = o->status == DLOCK_STATUS_GRANTED && dlock_op_grants(r->op);
+		if (undo)
+			grants = lappend(grants, r);
+		answer_error(slotno, DLOCK_STATUS_UNCONFIRMED, undo ?
+					 "synchronous_standby_names stopped naming a standby while the lock manager's commit waited for one; the grant was released again." :
+					 "synchronous_standby_names stopped naming a standby while the lock manager's commit waited for one; the change may not have reached the standby.");
+	}
+	return grants;
+}
+
 /* Whether the batch has an answer or a freed slot to publish. */
 bool
 slots_answers_ready(void)

@@ -5,7 +5,7 @@
  *		slot's answer until its batch commits, and publishing it.
  *
  * Interface: slots_init, slots_batch_begin, slots_collect, slots_scan_all,
- * slots_end_session, slots_answers_ready, slots_publish, slots_forget,
+ * slots_end_session, slots_unconfirmed, slots_answers_ready, slots_publish, slots_forget,
  * slots_fail_isolated, slots_refuse_all, slots_work_pending, dlock_on_answer.
  */
 #ifndef DLOCK_SLOTS_H
@@ -54,6 +54,7 @@ extern void slots_collect(List **ended, List **withdrawn, List **fresh, bool one
 extern DLockStatus slots_answer_status(int slotno);
 extern void slots_answer_revoked(int slotno, const char *reason);
 extern void slots_answer_count(int slotno, int32 count);
+extern List *slots_unconfirmed(void);
 /* The next collect looks at every slot, marked or not. */
 extern void slots_scan_all(void);
 extern void slots_end_session(int slotno);

@@ -25,6 +25,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -35,7 +36,10 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
 #include "storage/ipc.h"
+#include "storage/lwlock.h"
 #include "storage/pmsignal.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -1077,8 +1081,12 @@ dlock_store_begin(void)
 bool
 dlock_store_standby_waits(void)
 {
-	return SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0';
+	return max_wal_senders > 0 &&
+		SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0';
 }
+
+/* The walsenders' position the last durable commit waits for. */
+static int	confirm_mode = SYNC_REP_WAIT_FLUSH;
 
 /*
  * dlock_store_commit
@@ -1086,10 +1094,19 @@ dlock_store_standby_waits(void)
  *		synchronous standby).  With flush true the server's own
  *		synchronous_commit applies if it is at least "on" (remote_apply on
  *		an HA primary included).
+ *
+ *		Returns what a synchronous standby must confirm before the batch
+ *		may be answered: the commit's end, or this process's last commit's
+ *		when this one wrote nothing (its answers rest on that one).  The
+ *		caller checks it: PostgreSQL ends a commit's wait for the standby
+ *		early (a cancel, a terminate, a shutdown, the setting cleared) and
+ *		returns as if it had been confirmed.
  */
-void
+XLogRecPtr
 dlock_store_commit(bool flush)
 {
+	bool		standby = flush && dlock_store_standby_waits();
+
 	/*
 	 * Durable means at least "on", whatever ALTER DATABASE/ROLE or the
 	 * server's configuration says: a weaker setting inherited there would
@@ -1104,6 +1121,8 @@ dlock_store_commit(bool flush)
 		(void) set_config_option("synchronous_commit", "on",
 								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
 								 true, 0, false);
+	confirm_mode = synchronous_commit >= SYNCHRONOUS_COMMIT_REMOTE_APPLY ?
+		SYNC_REP_WAIT_APPLY : SYNC_REP_WAIT_FLUSH;
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -1117,6 +1136,26 @@ dlock_store_commit(bool flush)
 	 */
 	if (!PostmasterIsAlive())
 		proc_exit(1);
+	return standby ? XactLastCommitEnd : InvalidXLogRecPtr;
+}
+
+/*
+ * dlock_store_confirmed
+ *		Whether the synchronous standbys have confirmed WAL up to upto, at
+ *		the level the last durable commit waited for: what the walsenders
+ *		have released, read under the lock that guards it.
+ */
+bool
+dlock_store_confirmed(XLogRecPtr upto)
+{
+	XLogRecPtr	released;
+
+	if (XLogRecPtrIsInvalid(upto))
+		return true;
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	released = WalSndCtl->lsn[confirm_mode];
+	LWLockRelease(SyncRepLock);
+	return released >= upto;
 }
 
 /* Write the batch's changes in the open transaction. */

@@ -76,6 +76,8 @@
 static void run_batch(void);
 static int	decide(List *ended, List *withdrawn, List *fresh, TimestampTz now);
 static void session_gone(Request *last, TimestampTz now);
+static void undo_grant(const Request *r, TimestampTz now);
+static void give_back(TimestampTz now);
 static void execute(Request *r, TimestampTz now);
 static bool batch_changed(void);
 static bool may_defer(TimestampTz now);
@@ -256,6 +258,7 @@ run_batch(void)
 	TimestampTz write_began;
 	int64		write_us = 0;
 	TimestampTz began;
+	XLogRecPtr	upto;
 
 	isolated_slot = -1;
 	batch_cxt = slots_batch_begin(deferred_batches > 0);
@@ -304,10 +307,18 @@ run_batch(void)
 		 * grants too: an isolated old primary must not answer a grant that
 		 * the promoted standby grants again.
 		 */
-		dlock_store_commit(dlm_counter_dirty(lock_manager, NULL) ||
-						   (dlock_synchronous_commit &&
-							(dlm_batch_durable(lock_manager) ||
-							 dlock_store_standby_waits())));
+		upto = dlock_store_commit(dlm_counter_dirty(lock_manager, NULL) ||
+								  (dlock_synchronous_commit &&
+								   (dlm_batch_durable(lock_manager) ||
+									dlock_store_standby_waits())));
+		while (!dlock_await_standby(upto))
+		{
+			dlm_settle(lock_manager);
+			give_back(now);
+			dlock_store_begin();
+			dlock_store_batch(lock_manager);
+			upto = dlock_store_commit(true);
+		}
 		write_us = GetCurrentTimestamp() - write_began;
 		wrote = true;
 		MemoryContextSwitchTo(batch_cxt);
@@ -382,21 +393,26 @@ session_gone(Request *last, TimestampTz now)
 		(last->state == DLOCK_SLOT_SUBMITTED || last->state == DLOCK_SLOT_ACCEPTED);
 
 	if ((uncollected || undo_pending) && last->owner != NULL)
-	{
-		DLmRequest	undo = {0};
-
-		undo.op = DLOCK_OP_RELEASE;
-		undo.requester = DLM_NOBODY;
-		undo.owner_key = last->owner;
-		undo.pid = last->pid;
-		undo.session_start = last->session_start;
-		undo.any_role = true;	/* the session's own grant, whoever owns the key now */
-		undo.names = (const char *const *) last->names;
-		undo.nnames = last->nnames;
-		(void) dlm_request(lock_manager, &undo, now);
-	}
+		undo_grant(last, now);
 	dlm_session_end(lock_manager, last->pid, last->session_start, last->slotno, now);
 	slots_end_session(last->slotno);
+}
+
+/* Release again what r was granted, whoever owns its key now. */
+static void
+undo_grant(const Request *r, TimestampTz now)
+{
+	DLmRequest	undo = {0};
+
+	undo.op = DLOCK_OP_RELEASE;
+	undo.requester = DLM_NOBODY;
+	undo.owner_key = r->owner;
+	undo.pid = r->pid;
+	undo.session_start = r->session_start;
+	undo.any_role = true;
+	undo.names = (const char *const *) r->names;
+	undo.nnames = r->nnames;
+	(void) dlm_request(lock_manager, &undo, now);
 }
 
 static void
@@ -448,6 +464,65 @@ batch_changed(void)
 		dlm_notified_locks(lock_manager) != NULL;
 }
 
+
+/*
+ * dlock_await_standby
+ *		Until a synchronous standby has confirmed the commit that upto ends
+ *		(dlock_store_commit).  PostgreSQL ends a commit's wait for the
+ *		standby early and returns from the commit as if it had been
+ *		confirmed: at a cancel, a terminate, a shutdown, or when the setting
+ *		stops naming a standby.  An isolated primary would then answer
+ *		grants that a promoted standby never received.  So the wait goes on
+ *		here: a cancel does not end it, a terminate or a shutdown ends the
+ *		worker with nothing answered (its successor's load waits in turn).
+ *		Returns false if the settings stopped naming a synchronous standby
+ *		first: the batch can never be confirmed.
+ */
+bool
+dlock_await_standby(XLogRecPtr upto)
+{
+	bool		logged = false;
+
+	while (!dlock_store_confirmed(upto))
+	{
+		if (ProcDiePending)
+			CHECK_FOR_INTERRUPTS();	/* exits: nothing of the batch answered */
+		QueryCancelPending = false;
+		if (ConfigReloadPending)
+			reload_config();
+		if (!dlock_store_standby_waits())
+			return false;
+		if (!logged)
+			ereport(LOG,
+					(errmsg("dlock lock manager: no answer goes out until the synchronous standby confirms the last commit")));
+		logged = true;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	return true;
+}
+
+/*
+ * give_back
+ *		The batch's commit waited for a synchronous standby, and the setting
+ *		stopped naming one before it confirmed: nothing the batch decided
+ *		may be answered as if a standby had it.  Its grants are released
+ *		again and their callers told so; renewals and conversions are
+ *		reported unconfirmed.  The caller writes the releases.
+ */
+static void
+give_back(TimestampTz now)
+{
+	ListCell   *lc;
+	List	   *grants = slots_unconfirmed();
+
+	ereport(LOG,
+			(errmsg("dlock lock manager: synchronous_standby_names was cleared while a commit waited for the standby; %d grants of it are released again",
+					list_length(grants))));
+	foreach(lc, grants)
+		undo_grant(lfirst(lc), now);
+}
 
 /* Whether this batch's writes may wait for a later batch's commit. */
 static bool

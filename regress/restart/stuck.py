@@ -12,6 +12,12 @@ database owner can impose on it.  Each check once failed:
       cancelled (a session's grant was once answered at once); when the
       commit goes through later, the grants nobody was told of are released
       again by the sessions' next calls.
+  cut-wait: PostgreSQL ends a commit's wait for the synchronous standby
+      early and returns as if it were confirmed; with the standby gone, a
+      pg_cancel_backend or pg_terminate_backend of the lock manager, a fast
+      shutdown whose SIGTERM reaches it first, or synchronous_standby_names
+      cleared while its commit waits give the caller no token (each once
+      answered one); a cleared setting gives the grant back (40003).
   hostile-settings: default_transaction_read_only, statement_timeout and
       lock_timeout set with ALTER DATABASE / ALTER ROLE do not reach the
       worker.  (It failed every batch, 55,909 log lines in 10 minutes.)
@@ -216,6 +222,140 @@ def standby_gone(obs):
     trying.c.close()
 
 
+def standby(obs, names):
+    """synchronous_standby_names for the cluster ('' resets it)."""
+    if names:
+        q(obs, "ALTER SYSTEM SET synchronous_standby_names = %s", (names,))
+    else:
+        q(obs, "ALTER SYSTEM RESET synchronous_standby_names")
+    q(obs, "SELECT pg_reload_conf()")
+    time.sleep(0.5)   # the checkpointer publishes it to the walsenders
+
+
+def worker_wait(obs):
+    pid = worker_pid(obs)
+    return pid and q(obs, "SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (pid,))[0][0]
+
+
+def commit_waits(obs, call):
+    """The caller's request is decided and its batch's commit waits for the standby."""
+    return until(lambda: worker_wait(obs) == "SyncRep", 15) and not call.done(0)
+
+
+def no_token(call, timeout):
+    ended = call.done(timeout)
+    return ended and call.result is None, "still waiting" if not ended else \
+        "%r %r after %.1f s" % (call.result, call.error, call.elapsed)
+
+
+def cut_wait(obs):
+    """PostgreSQL ends a commit's wait for the synchronous standby early and
+    returns as if it were confirmed: at a cancel, a terminate, a fast
+    shutdown, or when synchronous_standby_names is cleared.  The lock
+    manager's callers must not get a token its standby never received
+    (each of these answered one once).  Last: it restarts the server."""
+    q(obs, "SELECT dlock_try_acquire('cut/prime') > 0 AND dlock_release('cut/prime')")
+
+    # a cancel of the lock manager: the wait goes on
+    standby(obs, "nosuchstandby")
+    call = Call("SELECT dlock_acquire('cut/cancel', ttl => '5 min', owner => 'kc',"
+                " timeout => '4 s')")
+    waits = commit_waits(obs, call)
+    q(obs, "SELECT pg_cancel_backend(%s)", (worker_pid(obs),))
+    ok, detail = no_token(call, 4 + MARGIN)
+    check("standby gone, the lock manager's commit waits: pg_cancel_backend of it gives the"
+          " caller no token", waits and ok, detail if waits else "the commit did not wait")
+    check("... and its wait for the standby goes on",
+          until(lambda: worker_wait(obs) == "Extension", 5), "%r" % worker_wait(obs))
+    standby(obs, "")
+    check("setting cleared: the grant nobody was told of is released again",
+          until(lambda: q(obs, "SELECT count(*) = 0 FROM dlock.locks"
+                               " WHERE name = 'cut/cancel'")[0][0], 15),
+          "%r" % (q(obs, "SELECT array_agg(owner) FROM dlock.locks")[0][0],))
+    call.c.close()
+
+    # a terminate: the lock manager ends, nothing of the batch answered;
+    # its successor's load waits for the standby in turn
+    standby(obs, "nosuchstandby")
+    call = Call("SELECT dlock_acquire('cut/term', ttl => '5 min', owner => 'kt',"
+                " timeout => '4 s')")
+    waits = commit_waits(obs, call)
+    old = worker_pid(obs)
+    q(obs, "SELECT pg_terminate_backend(%s)", (old,))
+    ok, detail = no_token(call, 4 + MARGIN)
+    check("pg_terminate_backend of the lock manager while its commit waits: the caller gets"
+          " no token", waits and ok, detail if waits else "the commit did not wait")
+    later = Call("SELECT dlock_acquire('cut/later', timeout => '2 s')")
+    ok, detail = no_token(later, 2 + MARGIN)
+    check("... and its successor answers nothing while the standby is away",
+          ok and until(lambda: worker_pid(obs) not in (None, old), 1), detail)
+    standby(obs, "")
+    check("setting cleared: the lock manager serves again", wait_ready(), "")
+    # the lease was committed here and never confirmed: it blocks its name
+    # until its owner releases it or it runs out
+    check("... the unanswered lease is its owner's to release",
+          q(call.c, "SELECT dlock_release('cut/term', owner => 'kt')")[0][0], "")
+    for c in (call.c, later.c):
+        q(c, "SELECT dlock_release_all()")
+        c.close()
+
+    # the setting changed while the commit waits: another standby named,
+    # still waiting; the setting cleared: the grant is given back, 40003
+    for owner in ("'kn'", "NULL"):
+        standby(obs, "nosuchstandby")
+        call = Call("SELECT dlock_acquire('cut/names', ttl => '5 min', owner => %s,"
+                    " timeout => '30 s')" % owner)
+        waits = commit_waits(obs, call)
+        standby(obs, "otherstandby")
+        time.sleep(1)
+        check("%s acquire: synchronous_standby_names names another standby while the commit"
+              " waits: no answer" % ("an owner-keyed" if owner != "NULL" else "a session's"),
+              waits and not call.done(0), "%r %r" % (call.result, call.error))
+        standby(obs, "")
+        ended = call.done(MARGIN)
+        check("... the setting cleared: no token, 40003 (the grant was never confirmed)",
+              ended and call.error == "40003", "still waiting" if not ended else
+              "%r %r" % (call.result, call.error))
+        other = q(obs, "SELECT dlock_try_acquire('cut/names', ttl => '1 min', owner => 'ko')")[0][0]
+        check("... and the name is free again", other is not None,
+              "%r" % (q(obs, "SELECT array_agg(owner || ' ' || pid) FROM dlock.locks")[0][0],))
+        q(obs, "SELECT dlock_release('cut/names', owner => 'ko')")
+        if ended:
+            q(call.c, "SELECT dlock_release_all()")
+            call.c.close()
+
+    # a fast shutdown: its SIGTERM may reach the lock manager before the
+    # caller's backend (Patroni demotes with one; it once answered two
+    # grants).  That order, fixed: the postmaster held while the lock
+    # manager gets its signal, then the shutdown.
+    standby(obs, "nosuchstandby")
+    call = Call("SELECT dlock_acquire('cut/stop', ttl => '5 min', owner => 'kf',"
+                " timeout => '30 s')")
+    waits = commit_waits(obs, call)
+    with open(os.path.join(DIR, "data", "postmaster.pid")) as f:
+        postmaster = int(f.readline())
+    os.kill(postmaster, signal.SIGSTOP)
+    try:
+        os.kill(worker_pid(obs), signal.SIGTERM)
+        time.sleep(2)
+        answered = call.done(0)
+        os.kill(postmaster, signal.SIGINT)     # the fast shutdown
+    finally:
+        os.kill(postmaster, signal.SIGCONT)
+    ended = call.done(30)
+    check("a fast shutdown while the lock manager's commit waits: the caller gets no token",
+          waits and not answered and ended and call.result is None,
+          "answered %r %r" % (call.result, call.error))
+    until(lambda: not os.path.exists(os.path.join(DIR, "data", "postmaster.pid")), 30)
+    env = dict(os.environ, PG_FSYNC="on")
+    subprocess.run([CLUSTER, "start", DIR, PORT], env=env)
+    obs = conn()
+    standby(obs, "")
+    check("after the restart: the unanswered lease is its owner's to release",
+          wait_ready() and q(obs, "SELECT dlock_release('cut/stop', owner => 'kf')")[0][0], "")
+    return obs
+
+
 def log_lines(text):
     with open(LOG, errors="replace") as f:
         return sum(text in line for line in f)
@@ -370,8 +510,8 @@ def long_detail(obs):
     b.close()
 
 
-PARTS = (long_detail, stopped_worker, standby_gone, hostile_settings, failing_load,
-         synchronous_commit_off)   # the last crashes the server
+PARTS = (long_detail, stopped_worker, standby_gone, cut_wait, hostile_settings, failing_load,
+         synchronous_commit_off)   # cut_wait restarts the server, the last crashes it
 
 
 def main():
@@ -383,7 +523,7 @@ def main():
         obs = conn()
         for part in PARTS:
             if len(sys.argv) <= 3 or part.__name__ in sys.argv[3:]:
-                part(obs)
+                obs = part(obs) or obs
     except Exception as e:  # a check that could not run is a failure
         check("the checks ran to the end", False, "%s: %s at %s" % (
             type(e).__name__, str(e).strip(),
