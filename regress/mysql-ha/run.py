@@ -10,8 +10,9 @@ MYSQL_HA_PORT (3520) and + 1, rpl_semi_sync_master_wait_point = AFTER_SYNC:
   isolated  the replica's IO thread stopped, then the replica killed (-9): a
             session-owned and an owner-keyed acquire on the primary are not
             answered while it is away - also when its lock manager's
-            connection is hit by KILL QUERY while it waits (MariaDB then
-            ends the wait and the statement succeeds) - and complete (a
+            connection is hit by KILL QUERY or KILL while it waits, or
+            rpl_semi_sync_master_timeout expires (MariaDB then ends the
+            wait and the statement succeeds) - and complete (a
             token, or NULL when the wait outlived its timeout before the
             manager decided it) once the replica is back, nothing left;
   failover  kill -9 of the primary, promotion of the replica, the old
@@ -146,7 +147,10 @@ class Suite:
         r.close()
 
     # -- the isolated primary --------------------------------------------------
-    def isolated(self, how):
+    def isolated(self, how, cut):
+        """how: the replica's IO thread stopped ("io") or the replica killed;
+        cut: what ends the manager's wait for the ack early (KILL QUERY or
+        KILL of its connection, or rpl_semi_sync_master_timeout expiring)."""
         p = self.primary()
         rep = 1 - p
         adm = self.admin(p)
@@ -157,7 +161,8 @@ class Suite:
         else:
             ha("kill", self.dir, rep)
         time.sleep(0.3)
-        key = "iso-key-%s" % how
+        tag = how if cut != "timeout" else how + "-timeout"
+        key = "iso-key-%s" % tag
         # the first call's batch is the one that waits for the replica (an
         # owner-keyed grant's InnoDB row, or a session grant's MEMORY row);
         # the second is decided after it
@@ -165,10 +170,10 @@ class Suite:
         calls = {}
         for what in order:
             if what == "session":
-                calls[what] = Call(self.sock[p], "SELECT dlock_acquire(%s, 2)", ("iso/s/" + how,))
+                calls[what] = Call(self.sock[p], "SELECT dlock_acquire(%s, 2)", ("iso/s/" + tag,))
             else:
                 calls[what] = Call(self.sock[p], "SELECT dlock_acquire(%s, 2, 30, 'exclusive', %s)",
-                                   ("iso/k/" + how, key))
+                                   ("iso/k/" + tag, key))
             time.sleep(0.3)
         time.sleep(WAIT)
         waiting = q(adm, "SELECT LEFT(INFO, 40) FROM information_schema.PROCESSLIST"
@@ -182,18 +187,26 @@ class Suite:
             check("replica away (%s): a%s %s acquire on the primary is not answered in %.0f s"
                   % (how, "n" if what[0] == "o" else "", what, WAIT), not c.answered(),
                   "answered %s %s" % (c.result, c.error))
-        # KILL QUERY of the manager's connection while it waits for the ack
+        # MariaDB ends the wait for the ack and the commit succeeds: at a
+        # KILL QUERY or KILL of the waiting connection, or the timeout
         store = q(adm, "SELECT ID, STATE FROM information_schema.PROCESSLIST"
                        " WHERE USER = 'dlock_store'")
-        if store:
-            q(adm, "KILL QUERY %d" % store[0][0])
-        late = Call(self.sock[p], "SELECT dlock_acquire(%s, 30)", ("iso/late/" + how,))
+        if cut == "timeout":
+            q(adm, "SET GLOBAL rpl_semi_sync_master_timeout = 500")
+            cut_what = "rpl_semi_sync_master_timeout expiring (500 ms)"
+        else:
+            if store:
+                q(adm, "%s %d" % (cut, store[0][0]))
+            cut_what = "a %s of the lock manager's connection (%s)" % (
+                cut, store[0][1] if store else "none seen")
+        late = Call(self.sock[p], "SELECT dlock_acquire(%s, 30)", ("iso/late/" + tag,))
         time.sleep(2)
         for what, c in list(calls.items()) + [("later session", late)]:
-            check("replica away (%s): the %s acquire is still not answered after a KILL QUERY"
-                  " of the lock manager's connection (%s)"
-                  % (how, what, store[0][1] if store else "none seen"), not c.answered(),
+            check("replica away (%s): the %s acquire is still not answered after %s"
+                  % (how, what, cut_what), not c.answered(),
                   "answered %s %s" % (c.result, c.error))
+        if cut == "timeout":
+            q(adm, "SET GLOBAL rpl_semi_sync_master_timeout = 18446744073709551615")
         # the replica back: everything completes
         back = time.monotonic()
         if how == "io":
@@ -473,8 +486,9 @@ class Suite:
         q(self.admin(0), "SELECT dlock_holder('warm/up')")
         print("     %s" % ha("status", self.dir).strip().replace("\n", "\n     "))
         self.replica_refuses()
-        self.isolated("io")
-        self.isolated("kill")
+        self.isolated("io", "KILL QUERY")
+        self.isolated("kill", "KILL")
+        self.isolated("io", "timeout")
         state = one(self.admin(1), "SELECT @@gtid_binlog_state")
         check("the replica, restarted, still logs no change of its own", "-2-" not in state, state)
         self.failover()

@@ -13,13 +13,17 @@
 #          or restart every TORTURE_HEAVY_EVERY (10) s; HA mode
 #          TORTURE_HA_SECONDS (300) with TORTURE_FAILOVERS (5) failovers;
 #          Patroni mode TORTURE_PATRONI_SECONDS (600) with
-#          TORTURE_PATRONI_FAULTS (8) heavy faults
+#          TORTURE_PATRONI_FAULTS (8) heavy faults, then TORTURE_ISOLATION_SECONDS
+#          (300) with TORTURE_ISOLATIONS (4) isolations of the leader only
+#          (at least one must end its lock manager while a commit waits for
+#          the standby: the window of an answered grant the new leader lacks)
 #   quick: 5,000 calls; 40 s crash mode (crash every 5 s); 30 s HA mode with
 #          one failover (part of make check, with --no-patroni); Patroni
-#          mode 150 s with 2 faults
+#          mode 150 s with 2 faults, then 150 s with 2 isolations
 # TORTURE_CLIENTS (64) threads and TORTURE_PROCS (4) client processes;
 # TORTURE_SEED repeats a fault schedule; TORTURE_PORT, TORTURE_PORT2 (HA
-# standby).  Prints "fuzz: …", "torture: …", "torture-ha: … passed, … failed".
+# standby).  Prints "fuzz: …", "torture: …", "torture-ha: …", "torture-patroni: …",
+# "torture-isolation: … passed, … failed".
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -30,12 +34,13 @@ chmod 755 "$DIR"
 SECONDS_=${TORTURE_SECONDS:-600}; HEAVY=${TORTURE_HEAVY_EVERY:-10}
 HA_SECONDS=${TORTURE_HA_SECONDS:-300}; FAILOVERS=${TORTURE_FAILOVERS:-5}
 P_SECONDS=${TORTURE_PATRONI_SECONDS:-600}; P_FAULTS=${TORTURE_PATRONI_FAULTS:-8}
+I_SECONDS=${TORTURE_ISOLATION_SECONDS:-300}; ISOLATIONS=${TORTURE_ISOLATIONS:-4}
 CLIENTS=${TORTURE_CLIENTS:-64}; PROCS=${TORTURE_PROCS:-4}; CALLS=100000
 crash=1; ha=1; patroni=1
 for arg in "$@"; do
     case $arg in
     --quick) SECONDS_=40; HEAVY=5; HA_SECONDS=30; FAILOVERS=1; CALLS=5000
-             P_SECONDS=150; P_FAULTS=2 ;;
+             P_SECONDS=150; P_FAULTS=2; I_SECONDS=150; ISOLATIONS=2 ;;
     --ha-only) crash=0 ;;
     --no-ha) ha=0; patroni=0 ;;
     --no-patroni) patroni=0 ;;
@@ -92,5 +97,9 @@ if [ $patroni -eq 1 ]; then
     # torture.py starts scripts/ha.sh's cluster in namespaces and stops it
     /usr/bin/python3 "$HERE/torture.py" --patroni "$DIR/patroni" --seconds "$P_SECONDS" \
         --failovers "$P_FAULTS" --clients "$CLIENTS" --procs "$PROCS" "${seed[@]}" || rc=1
+    # the leader isolated again and again, until its demotion has ended the
+    # lock manager while its commit waited for the standby at least once
+    /usr/bin/python3 "$HERE/torture.py" --patroni "$DIR/patroni" --seconds "$I_SECONDS" \
+        --isolations "$ISOLATIONS" --clients "$CLIENTS" --procs "$PROCS" "${seed[@]}" || rc=1
 fi
 exit $rc

@@ -89,8 +89,8 @@ check "restart suite" $rc
 
 TORTURE_PORT=${ASAN_TORTURE_PORT:-$((PORT + 2))} TORTURE_PORT2=${ASAN_TORTURE_PORT2:-$((PORT + 3))} \
     "$HERE/run.sh" --quick > "$WORK/torture.log" 2>&1
-rc=$?; grep -E '^FAIL|^VIOLATION|^(fuzz|torture|torture-ha):|^\|' "$WORK/torture.log"
-check "torture, quick (crash and HA mode)" $rc
+rc=$?; grep -E '^FAIL|^VIOLATION|^(fuzz|torture|torture-ha|torture-patroni|torture-isolation):|^\|' "$WORK/torture.log"
+check "torture, quick (crash, HA and Patroni modes, isolations of the leader)" $rc
 
 # any report fails the run
 reports=$(ls "$WORK/reports")

@@ -90,8 +90,10 @@ PATRONI_NS = ("c1", "c2")
 PATRONI_PORT_BASE = int(os.environ.get("TORTURE_PATRONI_PORT_BASE", 6000))
 # a cut link errors out within seconds instead of hanging a client
 TCP_CUT = " tcp_user_timeout=4000 keepalives=1 keepalives_idle=2 keepalives_interval=1 keepalives_count=2"
+ISOLATION = "failover: the leader cut from its peers and etcd, clients still reach it"
+CUT_WAIT = "isolations whose demotion ended the lock manager while its commit waited"
 PATRONI_FAULTS = ["failover: kill -9 of the leader's Patroni and PostgreSQL",
-                  "failover: the leader cut from its peers and etcd, clients still reach it",
+                  ISOLATION,
                   "kill -9 of an etcd member",
                   "client partition: a quarter of the clients cut from the leader"]
 HOT = ["hot/%d" % i for i in range(3)]
@@ -1305,6 +1307,8 @@ class Run:
             time.sleep(LONG_TTL + 2)        # its leases run out meanwhile
             self.cl.heal(PATRONI_NS[1], leader)
             return
+        log = self.cl.log_file(leader)
+        log_from = os.path.getsize(log) if os.path.exists(log) else 0
         if "kill -9" in kind:
             self.cl.kill_node(leader)
         else:
@@ -1321,6 +1325,25 @@ class Run:
         if self.cl.role(leader) == "primary":
             self.rec.violation("invariants", "%s is still a primary 60 s after %s promoted"
                                " (%s)" % (leader, new, kind))
+        if kind == ISOLATION and self.cut_wait(log, log_from):
+            self.rec.count(CUT_WAIT)
+
+    @staticmethod
+    def cut_wait(log, offset):
+        """Whether the old leader's demotion (a fast shutdown) ended its lock
+        manager while its commit waited for the standby: the window in which
+        a grant could be answered that the new leader never received."""
+        try:
+            with open(log, errors="replace") as f:
+                f.seek(offset)
+                text = f.read()
+        except OSError:
+            return False
+        waits = set(re.findall(r"\[(\d+)\] WARNING:  canceling the wait for synchronous"
+                               r" replication and terminating connection", text))
+        ended = set(re.findall(r"\[(\d+)\] FATAL:  terminating background worker"
+                               r" \"dlock lock manager\"", text))
+        return bool(waits & ended)
 
     def patroni_restore(self, kind):
         """The old leader back as a replica: started again, or the cut healed."""
@@ -1378,13 +1401,14 @@ class Run:
     def faults(self):
         rng = random.Random(self.args.seed)
         a = self.args
-        kinds = (PATRONI_FAULTS if self.cl else
+        kinds = ([ISOLATION] if self.cl and a.isolations else PATRONI_FAULTS if self.cl else
                  ["failover: kill -9 of the primary, promote the standby"] if a.ha else
                  ["SIGKILL of the dlock worker", "SIGKILL of a client backend",
                   "pg_ctl restart -m immediate"])
         counted = a.ha or self.cl       # a given number of heavy faults
+        nheavy = a.isolations or a.failovers
         if counted:
-            gap = a.seconds / (a.failovers + 1)
+            gap = a.seconds / (nheavy + 1)
         else:
             gap = a.heavy_every
         self.fault_rng = rng
@@ -1395,7 +1419,7 @@ class Run:
         # a Patroni failover takes a while: none starts near the end
         while mono() < self.deadline - (4 if a.ha else 2):
             try:
-                if mono() >= next_heavy and not (counted and heavy >= a.failovers) and \
+                if mono() >= next_heavy and not (counted and heavy >= nheavy) and \
                         not (self.cl and mono() > self.deadline - 45):
                     heavy += 1
                     if not round_:
@@ -1754,13 +1778,22 @@ class Run:
             failed += 1
         else:
             passed += 1
+        if a.patroni and a.isolations:
+            # the window of issue 36: grants answered by an isolated leader
+            if rec.stats.get(CUT_WAIT, 0) == 0:
+                print("FAIL no isolation ended the lock manager while its commit waited for"
+                      " the standby: the window was not hit")
+                failed += 1
+            else:
+                passed += 1
         # one summary row, as in the README
         faults = "; ".join("%d %s" % (v, k) for k, v in sorted(rec.faults.items()))
         nviol = sum(len(rec.violations.get(c, [])) for c in categories)
         print("| %s | %d threads + %d processes | %.0f s | %d | %s | %d | exclusion %d, tokens"
               " backwards %d, leases lost %d, late calls %d, other %d; fencing rejections of"
               " expired leases (legitimate) %d |"
-              % ("Patroni (HA)" if a.patroni else "HA (failover)" if a.ha else "crash", a.clients, a.procs, elapsed,
+              % ("Patroni (isolations)" if a.patroni and a.isolations else
+                 "Patroni (HA)" if a.patroni else "HA (failover)" if a.ha else "crash", a.clients, a.procs, elapsed,
                  rec.stats.get("operations", 0), faults, sum(rec.checks.values()),
                  len(rec.violations.get("exclusion", [])),
                  len(rec.violations.get("tokens backwards", [])),
@@ -1848,6 +1881,8 @@ def main():
     ap.add_argument("--procs", type=int, default=4)
     ap.add_argument("--heavy-every", type=float, default=8.0)
     ap.add_argument("--failovers", type=int, default=1)
+    ap.add_argument("--isolations", type=int, default=0,
+                    help="Patroni mode: only this many isolations of the leader")
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     ap.add_argument("--proc-client", type=int)
     ap.add_argument("--proc-deadline", type=float)
@@ -1877,6 +1912,8 @@ def main():
 
 
 def suite_name(args):
+    if args.patroni and args.isolations:
+        return "torture-isolation"
     return "torture-patroni" if args.patroni else "torture-ha" if args.ha else "torture"
 
 
