@@ -174,8 +174,59 @@ dlock_check_owner(const char *owner, size_t len)
 	{
 		unsigned char c = (unsigned char) owner[i];
 
-		if (c < 0x20 || c == 0x7f)
+		/* C0, DEL, and C1 as UTF-8 encodes it (U+0080..U+009F: C2 80..9F) */
+		if (c < 0x20 || c == 0x7f ||
+			(c == 0xc2 && i + 1 < len && (unsigned char) owner[i + 1] <= 0x9f &&
+			 (unsigned char) owner[i + 1] >= 0x80))
 			return DLOCK_CHECK_BAD_CHAR;
 	}
 	return DLOCK_CHECK_OK;
+}
+
+/*
+ * dlock_valid_utf8
+ *		Whether s is well-formed UTF-8: no overlong forms, no surrogates,
+ *		nothing past U+10FFFF.  An adapter whose server does not guarantee
+ *		its text's encoding refuses names that are not (two different byte
+ *		strings would show as the same "????").
+ */
+bool
+dlock_valid_utf8(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *) s;
+	size_t		i = 0;
+
+	while (i < len)
+	{
+		unsigned char c = p[i];
+		size_t		n;
+		uint32_t	cp;
+		uint32_t	min;
+
+		if (c < 0x80)
+		{
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, cp = c & 0x1f, min = 0x80;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, cp = c & 0x0f, min = 0x800;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, cp = c & 0x07, min = 0x10000;
+		else
+			return false;
+		if (len - i <= n)
+			return false;
+		for (size_t k = 1; k <= n; k++)
+		{
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n + 1;
+	}
+	return true;
 }

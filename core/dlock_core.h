@@ -90,6 +90,8 @@ extern int	dlock_path_ancestor_lengths(const char *name, size_t len,
 #define DLOCK_MAX_OWNER_LEN 255
 
 extern DLockCheck dlock_check_name(const char *name, size_t len, size_t max_len);
+/* No control characters: C0, DEL and C1 (as UTF-8). */
 extern DLockCheck dlock_check_owner(const char *owner, size_t len);
+extern bool dlock_valid_utf8(const char *s, size_t len);
 
 #endif							/* DLOCK_CORE_H */

@@ -86,6 +86,23 @@ main(void)
 	CHECK(dlock_check_owner("", 0) == DLOCK_CHECK_EMPTY);
 	CHECK(dlock_check_owner("a\tb", 3) == DLOCK_CHECK_BAD_CHAR);
 	CHECK(dlock_check_owner("a\x7f", 2) == DLOCK_CHECK_BAD_CHAR);
+	/* C1 control characters as UTF-8: U+0085 (NEL), U+0080, U+009F */
+	CHECK(dlock_check_owner("a\xc2\x85" "b", 4) == DLOCK_CHECK_BAD_CHAR);
+	CHECK(dlock_check_owner("\xc2\x80", 2) == DLOCK_CHECK_BAD_CHAR);
+	CHECK(dlock_check_owner("\xc2\x9f", 2) == DLOCK_CHECK_BAD_CHAR);
+	CHECK(dlock_check_owner("\xc2\xa0", 2) == DLOCK_CHECK_OK);	/* U+00A0 */
+	CHECK(dlock_check_owner("\xc3\xa9t\xc3\xa9", 5) == DLOCK_CHECK_OK);
+
+	/* well-formed UTF-8 */
+	CHECK(dlock_valid_utf8("plain/name", 10));
+	CHECK(dlock_valid_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x94\x92", 9));	/* e-acute, euro, a lock */
+	CHECK(!dlock_valid_utf8("\xff\xfe", 2));
+	CHECK(!dlock_valid_utf8("\xc0\xaf\xff\xfe", 4));	/* overlong "/" */
+	CHECK(!dlock_valid_utf8("\xe0\x80\xaf", 3));		/* overlong */
+	CHECK(!dlock_valid_utf8("\xed\xa0\x80", 3));		/* a surrogate */
+	CHECK(!dlock_valid_utf8("\xf4\x90\x80\x80", 4));	/* past U+10FFFF */
+	CHECK(!dlock_valid_utf8("a\xc3", 2));				/* cut short */
+	CHECK(!dlock_valid_utf8("\xc3(", 2));
 	{
 		char		big[DLOCK_MAX_OWNER_LEN + 2];
 
