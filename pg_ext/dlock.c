@@ -229,6 +229,10 @@ dlock_shmem_startup(void)
 		dlock_shared->names_size = dlock_names_size();
 		for (int i = 0; i < dlock_shared->nslots; i++)
 			SpinLockInit(&dlock_slot(i)->mutex);
+		if (!pg_strong_random(dlock_shared->notify_secret,
+							  sizeof(dlock_shared->notify_secret)))
+			ereport(FATAL,
+					(errmsg("could not generate the dlock notify secret")));
 	}
 	dlock_pending = ShmemInitStruct("dlock pending slots", dlock_pending_size(), &found);
 	if (!found)

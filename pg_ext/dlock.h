@@ -143,6 +143,7 @@ typedef struct DLockShared
 	int			max_name_len;	/* as at postmaster start */
 	int			names_size;		/* bytes for the names in a slot */
 	DLockStatsShared stats;
+	uint8		notify_secret[32];	/* keys the notifications' payloads */
 	char		slots[FLEXIBLE_ARRAY_MEMBER];
 } DLockShared;
 
@@ -205,8 +206,12 @@ dlock_op_grants(DLockOp op)
 extern void dlock_discard_session(void);
 extern void dlock_check_name_arg(const char *name, int len);
 
+/* dlock_notify.c */
+extern void dlock_notify(const char *channel, const char *name);
+
 /* dlock_grants.c */
 extern void dlock_check_namespace(const char *name, int len);
+extern void dlock_check_role(void);
 extern bool dlock_is_admin(Oid user);
 extern void dlock_quotas_of(Oid user, DLockQuotas *quotas);
 

@@ -15,7 +15,6 @@
  */
 #include "postgres.h"
 
-#include "commands/async.h"
 #include "nodes/pg_list.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -258,7 +257,7 @@ dlock_admin_notify(void)
 	ListCell   *lc;
 
 	foreach(lc, notify_names)
-		Async_Notify("dlock_revoked", lfirst(lc));
+		dlock_notify("dlock_revoked", lfirst(lc));
 	list_free_deep(notify_names);
 	notify_names = NIL;
 }

@@ -906,6 +906,7 @@ check_caller(void)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("dlock functions cannot be called from a %s process",
 						GetBackendTypeDesc(MyBackendType))));
+	dlock_check_role();
 }
 
 /*

@@ -56,6 +56,7 @@ static uint64 cache_generation = 0;
 static Prefix *cache_prefixes = NULL;
 static int	cache_n = 0;			/* 0: the user is bound by no grant */
 static DLockQuotas cache_quotas;	/* the user's (dlock.quotas); 0: none */
+static bool cache_capability;	/* the user is dlock_user, _monitor or _admin itself */
 
 static bool has_role_named(Oid user, const char *role);
 
@@ -195,6 +196,10 @@ load_grants(Oid user, uint64 generation)
 	cache_grants_relid = relid;
 	cache_quotas_relid = dlock_relid("quotas");
 	memset(&cache_quotas, 0, sizeof(cache_quotas));
+	cache_capability = !superuser_arg(user) &&
+		(user == get_role_oid("dlock_user", true) ||
+		 user == get_role_oid("dlock_monitor", true) ||
+		 user == get_role_oid("dlock_admin", true));
 	if (!superuser_arg(user) && OidIsValid(relid))
 	{
 		Relation	rel = table_open(relid, AccessShareLock);
@@ -305,6 +310,29 @@ dlock_check_namespace(const char *name, int len)
 			 errdetail("Role \"%s\" may lock only names under its dlock grants (dlock.grants).",
 					   GetUserNameFromId(user, false)),
 			 errhint("A member of dlock_admin can grant a prefix with dlock_grant().")));
+}
+
+/*
+ * dlock_check_role
+ *		Raise 42501 if the current user is one of the capability roles
+ *		themselves.  Every member of dlock_user may SET ROLE dlock_user, a
+ *		role no grant binds and no quota limits: calls made as it would
+ *		escape the member's namespaces and quotas, and its owner keys would
+ *		be every member's.  Any other role a tenant can become is one its
+ *		administrator made it a member of, with that role's grants.
+ */
+void
+dlock_check_role(void)
+{
+	Oid			user = GetUserId();
+
+	refresh(user);
+	if (cache_capability)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" cannot take or release locks", GetUserNameFromId(user, false)),
+				 errdetail("dlock_user, dlock_monitor and dlock_admin grant rights; they are no tenant of their own."),
+				 errhint("Call as your own role (RESET ROLE).")));
 }
 
 /* The user's quotas from dlock.quotas (superusers have none); 0: no limit. */

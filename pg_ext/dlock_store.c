@@ -30,7 +30,6 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "utils/acl.h"
-#include "commands/async.h"
 #include "commands/extension.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -50,6 +49,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "dlock.h"
 #include "dlock_store.h"
 
 typedef enum StorePlan
@@ -391,7 +391,7 @@ dlock_store_load_counter(void)
  * The versions of the SQL objects (sql/dlock--*.sql, dlock.control) this
  * library can run against, oldest first; the last is the library's own.
  */
-static const char *const dlock_sql_versions[] = {"1.0", "1.1"};
+static const char *const dlock_sql_versions[] = {"1.0", "1.1", "1.2"};
 
 /*
  * Refuse SQL objects of a version this library does not know: their tables
@@ -1170,15 +1170,12 @@ dlock_store_batch(DLockManager *lm)
 		dlock_store_write(dlm_touched_holders(lm), dlm_touched_waiters(lm));
 
 	/*
-	 * NOTIFY dlock_blocking with each lock name (delivered at commit), so
-	 * that holders who LISTEN learn someone waits behind them.  A payload
-	 * must be shorter than NOTIFY_PAYLOAD_MAX_LENGTH (8000 bytes).
+	 * NOTIFY dlock_blocking with each lock's notify key (delivered at
+	 * commit), so that holders who LISTEN learn someone waits behind them.
 	 */
 	for (DLmLock *l = dlm_notified_locks(lm); l; l = l->notify_next)
-		if (strlen(l->name) < 8000)
-			Async_Notify("dlock_blocking", l->name);
+		dlock_notify("dlock_blocking", l->name);
 	/* NOTIFY dlock_leader: an election's leader or its value changed */
 	for (DLmLock *l = dlm_leader_changes(lm); l; l = l->leader_next)
-		if (strlen(l->name) < 8000)
-			Async_Notify("dlock_leader", l->name);
+		dlock_notify("dlock_leader", l->name);
 }

@@ -54,7 +54,7 @@ else cat "$DIR/dpkg.log"; fail "dpkg -i both packages"; summary; exit 1; fi
 check "postgresql-15-dlock owns the library, the control file, the scripts and /usr/bin/dlock" \
     eval 'dpkg -L postgresql-15-dlock | grep -qx /usr/lib/postgresql/15/lib/dlock.so &&
           dpkg -L postgresql-15-dlock | grep -qx /usr/share/postgresql/15/extension/dlock.control &&
-          dpkg -L postgresql-15-dlock | grep -qx /usr/share/postgresql/15/extension/dlock--1.0--1.1.sql &&
+          dpkg -L postgresql-15-dlock | grep -qx /usr/share/postgresql/15/extension/dlock--1.1--1.2.sql &&
           dpkg -L postgresql-15-dlock | grep -qx /usr/bin/dlock'
 check "mariadb-plugin-dlock owns the plugin, its .cnf and dlock-mysql-install" \
     eval 'dpkg -L mariadb-plugin-dlock | grep -qx /usr/lib/mysql/plugin/dlock_udf.so &&
@@ -65,7 +65,7 @@ check "mariadb-plugin-dlock owns the plugin, its .cnf and dlock-mysql-install" \
 if "$ROOT/scripts/pg_cluster.sh" start "$DIR/pg" "$PG_PORT" > "$DIR/pg.log" 2>&1; then
     ok "a fresh cluster: CREATE EXTENSION dlock from the package"
     psqlq() { psql -X -qAt -h "$DIR/pg" -p "$PG_PORT" -U postgres -d postgres -c "$1" 2>&1; }
-    check "the packaged version is 1.1" test "$(psqlq "SELECT extversion FROM pg_extension WHERE extname = 'dlock'")" = 1.1
+    check "the packaged version is 1.2" test "$(psqlq "SELECT extversion FROM pg_extension WHERE extname = 'dlock'")" = 1.2
     check "a lock: acquire, the view, release" \
         test "$(psqlq "SELECT dlock_acquire('pkg', owner => 'pkg-key', ttl => '60 s') > 0")$(psqlq "SELECT count(*) FROM dlock.locks WHERE name = 'pkg'")$(psqlq "SELECT dlock_release('pkg', 'pkg-key')")" = "t1t"
     check "the packaged dlock command runs a command under a lock" \

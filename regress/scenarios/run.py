@@ -18,8 +18,10 @@ A scenario file (*.scen) is a list of steps, one per line:
     await s1                 collect and print the result of s1's pending SQL
                              ("STILL BLOCKED after 15 s" if it does not end)
     locks                    print dlock.locks, pids shown as session names
-    notifies s1              print the notifications s1 has received (marked
-                             when not sent by the lock manager's process)
+    notifies s1 [name ...]   print the notifications s1 has received (marked
+                             when not sent by the lock manager's process); a
+                             payload that is the notify key of a name listed
+                             shows as "the key of NAME"
     sleep SECONDS
     cancel s1 | terminate s1 pg_cancel_backend / pg_terminate_backend
     disconnect s1            close the connection (s1 must not be busy)
@@ -245,8 +247,11 @@ class Scenario:
             s = self.sessions[args[0]]
             s.conn.poll()
             manager = self.observe("SELECT dlock_manager_pid()")[0][0]
-            got = ["NOTIFY %s: %s%s" % (n.channel, n.payload,
-                                        "" if n.pid == manager else " (not from the lock manager)")
+            # a payload is a lock's notify key: shown as the name it keys
+            keys = {self.observe("SELECT dlock_notify_key(%s)", (n,))[0][0]: n for n in args[1:]}
+            got = ["NOTIFY %s: %s%s" % (
+                n.channel, "the key of %s" % keys[n.payload] if n.payload in keys else n.payload,
+                "" if n.pid == manager else " (not from the lock manager)")
                    for n in s.conn.notifies]
             del s.conn.notifies[:]
             self.emit(got or ["(none)"])

@@ -328,7 +328,69 @@ SELECT dlock_release_all() AS released, dlock_release_all('k1') AS released_key;
 RESET ROLE;
 SELECT dlock_set_quota('dlock_sec_q', NULL, NULL, NULL, NULL);
 
-DROP ROLE dlock_sec_nobody, dlock_sec_app, dlock_sec_watch, dlock_sec_stats, dlock_sec_admin,
+-- The capability roles are no tenant: a bound tenant that becomes
+-- dlock_user (every member may SET ROLE to it) escaped its namespace and
+-- its quota; now every call made as dlock_user, dlock_monitor or
+-- dlock_admin itself is refused
+CREATE ROLE dlock_sec_m IN ROLE dlock_user;
+SELECT dlock_grant('m-', 'dlock_sec_m') AS granted;
+SELECT dlock_set_quota('dlock_sec_m', 10, 5);
+GRANT dlock_admin TO dlock_sec_admin;
+SET ROLE dlock_sec_m;
+SELECT dlock_sec.outcome($$SELECT dlock_acquire('b-victim', timeout => '1 s')$$) AS own_role;
+SET ROLE dlock_user;
+SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
+    $$SELECT dlock_acquire('b-victim', ttl => '1 h', owner => 'k1')$$,
+    $$SELECT dlock_acquire('m-1', ttl => '1 h', owner => 'k1')$$,
+    $$SELECT dlock_try_acquire('b-v1')$$,
+    $$SELECT dlock_release_all('k1')$$,
+    $$SELECT dlock_notify_key('b-victim')$$]) q;
+RESET ROLE;
+SET ROLE dlock_sec_admin;
+SET ROLE dlock_admin;
+SELECT dlock_sec.outcome($$SELECT dlock_try_acquire('b-victim')$$) AS as_admin;
+RESET ROLE;
+SELECT count(*) AS taken_as_capability FROM dlock.locks WHERE name LIKE 'b-v%';
+
+-- dlock.locks is a security_barrier view: a caller's function or cast runs
+-- only on the rows it may see.  Before, a NOTICE-raising function saw every
+-- name and leader value, and a cast's error showed another role's name.
+CREATE FUNCTION dlock_sec.leak(t text) RETURNS boolean LANGUAGE plpgsql COST 0.0000001
+    AS $$BEGIN RAISE NOTICE 'leak: %', t; RETURN true; END$$;
+SET ROLE dlock_sec_a;
+SELECT dlock_campaign('a-jobs/elect', '10.0.0.5:secret-token', owner => 'a-lead', ttl => '1 min') > 0 AS a_leads;
+SELECT dlock_acquire('/tenant-a/secret-job') > 0 AS a_holds;
+RESET ROLE;
+SET ROLE dlock_sec_m;
+SELECT dlock_try_acquire('m-own') > 0 AS m_holds;
+SELECT count(*) AS seen FROM dlock.locks WHERE dlock_sec.leak(name);
+SELECT count(*) AS seen FROM dlock.locks WHERE dlock_sec.leak(value);
+SELECT count(*) AS seen FROM dlock.locks WHERE dlock_sec.leak(name || keyed::text || coalesce(value, ''));
+SELECT count(*) AS seen FROM dlock.locks WHERE name::int = 0 AND name <> 'm-own';
+SELECT count(*) AS seen
+  FROM (SELECT name, row_number() OVER (ORDER BY token) AS n FROM dlock.locks) s
+ WHERE dlock_sec.leak(name);
+SELECT dlock_sec.outcome($$SELECT dlock_notify_key('/tenant-a/secret-job')$$) AS key_outside_grants,
+       length(dlock_notify_key('m-own')) AS own_key_length;
+SELECT dlock_release('m-own') AS released;
+RESET ROLE;
+SET ROLE dlock_sec_a;
+SELECT dlock_release_all() AS released, dlock_release_all('a-lead') AS resigned;
+RESET ROLE;
+SELECT dlock_revoke('m-', 'dlock_sec_m') AS revoked;
+SELECT dlock_set_quota('dlock_sec_m', NULL, NULL, NULL, NULL);
+
+-- owner keys refuse every control character: C0, DEL and C1 (U+0085 was
+-- accepted)
+SELECT q, dlock_sec.outcome(q) FROM unnest(ARRAY[
+    $$SELECT dlock_try_acquire('sec/c1', owner => E'k\u0085', ttl => '1 min')$$,
+    $$SELECT dlock_try_acquire('sec/c1', owner => E'k\u0080', ttl => '1 min')$$,
+    $$SELECT dlock_try_acquire('sec/c1', owner => E'k\u009f', ttl => '1 min')$$,
+    $$SELECT dlock_try_acquire('sec/c1', owner => E'k\u007f', ttl => '1 min')$$,
+    $$SELECT dlock_try_acquire('sec/c1', owner => E'k\u00a0', ttl => '1 min') > 0$$]) q;
+SELECT dlock_release_all(E'k\u00a0') AS released;
+
+DROP ROLE dlock_sec_nobody, dlock_sec_app, dlock_sec_watch, dlock_sec_stats, dlock_sec_admin, dlock_sec_m,
           dlock_sec_a, dlock_sec_other, dlock_sec_team, dlock_sec_evil, dlock_sec_q;
 DROP SCHEMA dlock_sec CASCADE;
 SELECT count(*) AS left_behind FROM dlock.locks WHERE name LIKE 'sec/%';

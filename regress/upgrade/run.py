@@ -29,7 +29,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "regress"))
 from checklib import check, run  # noqa: E402
 PORT = int(os.environ.get("UPGRADE_PORT", "5591"))
-OLD, NEW = "1.0", "1.1"
+OLD, NEW = "1.0", "1.2"
 
 
 
