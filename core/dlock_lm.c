@@ -296,11 +296,15 @@ named_bytes(const DLmLock *l, const DLmOwner *o)
 	return (int64_t) l->name_len + (o->key ? (int64_t) strlen(o->key) : 0);
 }
 
-/* A named holder or waiting part of O on L came (+1) or went (-1). */
+/*
+ * A named holder or waiting part of O on L came (+1) or went (-1); it
+ * counts for its role (12: its owner's for a key, its request's for a
+ * session).
+ */
 static void
-count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, int delta)
+count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, uint32_t role, int delta)
 {
-	RoleUse    *u = role_find(m, o->role);
+	RoleUse    *u = role_find(m, role);
 	int64_t		bytes = delta * named_bytes(l, o);
 
 	o->nnamed += delta;
@@ -310,7 +314,7 @@ count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, int delta)
 		u = alloc0(m, sizeof(RoleUse));
 		if (u == NULL)
 			return;				/* broken: the picture is loaded again */
-		u->role = o->role;
+		u->role = role;
 		u->node.hash = dlm_siphash(m->cfg.seed, &u->role, sizeof(u->role));
 		dlm_hash_insert(&m->roles, &m->mem, &u->node);
 	}
@@ -326,6 +330,17 @@ static bool
 owner_in_use(const DLmOwner *o)
 {
 	return !dlm_list_empty(&o->holders) || !dlm_list_empty(&o->waiters);
+}
+
+/*
+ * The role r's holders and waiting parts of O count for and are shown
+ * under (12): an owner key's own, a session's the request's (one session
+ * may ask as several roles: a SECURITY DEFINER function's owner, say).
+ */
+static uint32_t
+request_role(const DLmOwner *o, const DLmRequest *r)
+{
+	return o->key ? o->role : r->role;
 }
 
 static DLmOwner *
@@ -850,7 +865,7 @@ answer_tokens(DLockManager *m, int requester, int n)
 
 static DLmHolder *
 holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, bool implied,
-		   int64_t token, int32_t pid, int64_t backend_start, DLockTime now)
+		   int64_t token, int32_t pid, int64_t backend_start, uint32_t role, DLockTime now)
 {
 	DLmHolder  *h = alloc0(m, sizeof(DLmHolder));
 
@@ -866,6 +881,7 @@ holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, bool implied,
 	h->stored_mode = mode;
 	h->pid = pid;
 	h->backend_start = backend_start;
+	h->role = role;
 	h->granted_at = now;
 	h->expiry_pos = -1;
 	dlm_list_push_tail(&l->holders, &h->lock_link);
@@ -873,7 +889,7 @@ holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, bool implied,
 	h->pair_node.hash = pair_hash(l, o);
 	dlm_hash_insert(&m->pairs, &m->mem, &h->pair_node);
 	if (!implied)
-		count_named(m, o, l, 1);
+		count_named(m, o, l, role, 1);
 	l->nheld[mode]++;
 	l->announced = false;		/* a new holder has not been told (8) */
 	leader_changed(m, l);
@@ -901,7 +917,7 @@ waiter_remove(DLockManager *m, DLmWaiter *w)
 	dlm_list_delete(&w->owner_link);
 	m->nwaiters--;
 	if (!w->implied && !w->holder)
-		count_named(m, w->owner, w->lock, -1);
+		count_named(m, w->owner, w->lock, w->role, -1);
 	if (w->holder)
 	{
 		w->lock->nconverting[w->mode]--;
@@ -960,7 +976,7 @@ holder_remove(DLockManager *m, DLmHolder *h)
 	dlm_list_delete(&h->owner_link);
 	dlm_hash_remove(&m->pairs, &h->pair_node);
 	if (!h->implied)
-		count_named(m, h->owner, h->lock, -1);
+		count_named(m, h->owner, h->lock, h->role, -1);
 	h->lock->nheld[h->mode]--;
 	h->lock->permits_held -= h->permits;
 	leader_changed(m, h->lock);
@@ -985,7 +1001,7 @@ ancestors(const char *name, size_t *lens)
 /* One more count of O's intention on A (3.5). */
 static void
 implied_add(DLockManager *m, DLmLock *a, DLmOwner *o, int mode, int32_t pid,
-			int64_t backend_start, DLockTime now)
+			int64_t backend_start, uint32_t role, DLockTime now)
 {
 	DLmHolder  *h = implied_holder(m, a, o, mode);
 
@@ -996,7 +1012,7 @@ implied_add(DLockManager *m, DLmLock *a, DLmOwner *o, int mode, int32_t pid,
 		touch_holder(m, h);
 	}
 	else
-		(void) holder_add(m, a, o, mode, true, take_ticket(m), pid, backend_start, now);
+		(void) holder_add(m, a, o, mode, true, take_ticket(m), pid, backend_start, role, now);
 }
 
 /* One count less of O's intention on A; the holder goes at zero (4.1). */
@@ -1031,7 +1047,7 @@ static void grant_pass(DLockManager *m, DLmLock *l, DLockTime now);
  */
 static DLmHolder *
 take_name(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, int64_t ttl_us,
-		  int32_t pid, int64_t backend_start, DLockTime now, bool collect,
+		  int32_t pid, int64_t backend_start, uint32_t role, DLockTime now, bool collect,
 		  bool uncollected)
 {
 	DLmHolder  *h = named_holder(m, l, o);
@@ -1050,7 +1066,7 @@ take_name(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, int64_t ttl_us,
 		holder_changed(m, h);
 		return h;
 	}
-	h = holder_add(m, l, o, mode, false, take_ticket(m), pid, backend_start, now);
+	h = holder_add(m, l, o, mode, false, take_ticket(m), pid, backend_start, role, now);
 	if (h == NULL)
 		return NULL;
 	h->kept = uncollected ? 1 : 0;
@@ -1066,7 +1082,7 @@ take_name(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, int64_t ttl_us,
 			DLmLock    *a = lock_get(m, l->name, lens[i]);
 
 			if (a)
-				implied_add(m, a, o, intention, pid, backend_start, now);
+				implied_add(m, a, o, intention, pid, backend_start, role, now);
 		}
 	}
 	return h;
@@ -1140,7 +1156,7 @@ convert_now(DLockManager *m, DLmHolder *h, int mode, DLockTime now)
 			if (a == NULL)
 				break;
 			if (to != DLOCK_MODE_INVALID)
-				implied_add(m, a, h->owner, to, h->pid, h->backend_start, now);
+				implied_add(m, a, h->owner, to, h->pid, h->backend_start, h->role, now);
 			if (from != DLOCK_MODE_INVALID)
 				implied_drop(m, a, h->owner, from);
 		}
@@ -1186,6 +1202,7 @@ enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 	w->requester = r->requester;
 	w->pid = r->pid;
 	w->backend_start = r->session_start;
+	w->role = converting ? converting->role : request_role(o, r);
 	w->since = now;
 	w->timeout_at = r->timeout_at;
 	w->ttl_us = r->ttl_us;
@@ -1208,7 +1225,7 @@ enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 	dlm_list_push_tail(&o->waiters, &w->owner_link);
 	m->nwaiters++;
 	if (!implied && !converting)
-		count_named(m, o, l, 1);
+		count_named(m, o, l, w->role, 1);
 	if (m->cfg.queue_row_delay_us > 0)
 		dlm_list_push_tail(&m->young, &w->young_link);	/* a row when due (9) */
 	else
@@ -1314,7 +1331,8 @@ grant_group(DLockManager *m, DLmGroup *g, DLockTime now)
 		}
 		else
 			last = take_name(m, e->lock, e->owner, e->mode, e->ttl_us,
-							 e->pid, e->backend_start, now, false, e->kept_until != 0);
+							 e->pid, e->backend_start, e->role, now, false,
+							 e->kept_until != 0);
 		if (last == NULL)
 			return;
 		m->tokens[i] = last->token;
@@ -1335,9 +1353,10 @@ grant_group(DLockManager *m, DLmGroup *g, DLockTime now)
 /* 15.3: O takes permits of semaphore L (a new holder: O holds none). */
 static DLmHolder *
 semaphore_take(DLockManager *m, DLmLock *l, DLmOwner *o, int32_t permits, int64_t ttl_us,
-			   int32_t pid, int64_t backend_start, DLockTime now, bool uncollected)
+			   int32_t pid, int64_t backend_start, uint32_t role, DLockTime now,
+			   bool uncollected)
 {
-	DLmHolder  *h = take_name(m, l, o, DLOCK_MODE_NL, ttl_us, pid, backend_start, now,
+	DLmHolder  *h = take_name(m, l, o, DLOCK_MODE_NL, ttl_us, pid, backend_start, role, now,
 							  false, uncollected);
 
 	if (h)
@@ -1374,7 +1393,7 @@ semaphore_pass(DLockManager *m, DLmLock *l, DLockTime now)
 			continue;
 		}
 		h = semaphore_take(m, l, w->owner, w->permits, w->ttl_us, w->pid,
-						   w->backend_start, now, w->kept_until != 0);
+						   w->backend_start, w->role, now, w->kept_until != 0);
 		waiter_remove(m, w);
 		if (h)
 			answer_granted(m, requester, h);
@@ -1487,7 +1506,7 @@ grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 		{
 			int			requester = w->requester;
 			DLmHolder  *h = take_name(m, l, w->owner, w->mode, w->ttl_us,
-									  w->pid, w->backend_start, now, false,
+									  w->pid, w->backend_start, w->role, now, false,
 									  w->kept_until != 0);
 
 			if (h && l->election)
@@ -1972,7 +1991,7 @@ do_held_once(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 	if (own && own->kept > 0)
 	{
 		/* 14.4: what its kept place got, collected (a campaign: with this value) */
-		(void) take_name(m, l, o, own->mode, r->ttl_us, r->pid, r->session_start, now,
+		(void) take_name(m, l, o, own->mode, r->ttl_us, r->pid, r->session_start, request_role(o, r), now,
 						 true, false);
 		if (r->election)
 			set_value(m, own, r->value);
@@ -1985,8 +2004,8 @@ do_held_once(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 			  dlm_list_empty(&l->holders)))
 	{
 		DLmHolder  *h = semaphore ?
-			semaphore_take(m, l, o, r->permits, r->ttl_us, r->pid, r->session_start, now, false) :
-			take_name(m, l, o, DLOCK_MODE_EX, r->ttl_us, r->pid, r->session_start, now,
+			semaphore_take(m, l, o, r->permits, r->ttl_us, r->pid, r->session_start, request_role(o, r), now, false) :
+			take_name(m, l, o, DLOCK_MODE_EX, r->ttl_us, r->pid, r->session_start, request_role(o, r), now,
 					  false, false);
 
 		if (h && r->election)
@@ -2092,7 +2111,7 @@ do_acquire(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 
 		for (int i = 0; i < r->nnames; i++)
 		{
-			h = take_name(m, locks[i], o, r->mode, r->ttl_us, r->pid, r->session_start, now,
+			h = take_name(m, locks[i], o, r->mode, r->ttl_us, r->pid, r->session_start, request_role(o, r), now,
 						  true, false);
 			if (h == NULL || m->broken)
 				return;
@@ -2446,7 +2465,7 @@ check_limits(const DLockManager *m, const DLmRequest *r)
 	if ((r->owner_max_locks > 0 && (o ? o->nnamed : 0) + fresh > r->owner_max_locks) ||
 		(r->owner_max_bytes > 0 && (o ? o->nbytes : 0) + fresh_bytes > r->owner_max_bytes))
 		return DLM_ERR_OWNER_QUOTA;
-	role = o && owner_in_use(o) ? o->role : r->role;
+	role = o && o->key && owner_in_use(o) ? o->role : r->role;
 	if ((r->role_max_locks > 0 && dlm_role_locks(m, role) + fresh > r->role_max_locks) ||
 		(r->role_max_bytes > 0 && dlm_role_bytes(m, role) + fresh_bytes > r->role_max_bytes))
 		return DLM_ERR_ROLE_QUOTA;
@@ -2992,7 +3011,7 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 	l->capacity = row->capacity;
 	l->election = row->value != NULL;
 	h = holder_add(m, l, o, row->mode, row->implied, row->token, row->pid,
-				   row->backend_start, row->granted_at);
+				   row->backend_start, o->key ? o->role : row->role, row->granted_at);
 	if (h == NULL)
 		return DLM_ERR_NO_MEMORY;
 	if (row->value && (h->value = value_copy(m, row->value)) == NULL)

@@ -273,7 +273,7 @@ struct DLmOwner
 	const char *key;			/* owner key; NULL: a session */
 	int32_t		pid;			/* a session: its process */
 	int64_t		session_start;
-	uint32_t	role;			/* the role whose request made it (12) */
+	uint32_t	role;			/* a key's: the role whose request filled it (12) */
 	int64_t		nnamed;			/* named locks it holds or waits for (13) */
 	int64_t		nbytes;			/* their bytes: name and key lengths (13) */
 	/* private */
@@ -332,6 +332,9 @@ struct DLmHolder
 	int32_t		stored_permits; /* update weakens the row (a store's order) */
 	int32_t		pid;			/* the session that acquired it */
 	int64_t		backend_start;
+	uint32_t	role;			/* counted and shown under (12): an owner
+								 * key's role, or the role of the session's
+								 * request that took it */
 	DLockTime	granted_at;
 	DLockTime	expires_at;		/* 0: no lease */
 	int64_t		ttl_us;			/* 0: no lease */
@@ -369,6 +372,7 @@ struct DLmWaiter
 	int			requester;
 	int32_t		pid;
 	int64_t		backend_start;
+	uint32_t	role;			/* as a holder's */
 	DLockTime	since;
 	DLockTime	timeout_at;
 	int64_t		ttl_us;

@@ -49,6 +49,7 @@ typedef struct MHolder
 	DLockTime	granted_at;
 	int32_t		pid;			/* the session that acquired it */
 	int64_t		start;
+	uint32_t	role;			/* counted and shown under (12) */
 	int32_t		kept;			/* levels granted to kept places, uncollected (14) */
 	int32_t		permits;		/* a semaphore's (15) */
 	bool		has_value;		/* a leader (16) ... */
@@ -77,6 +78,7 @@ typedef struct MReq
 	int			owner;
 	int32_t		pid;
 	int64_t		start;
+	uint32_t	role;			/* its parts count under (12) */
 	int64_t		ttl;
 	bool		keep;			/* made (or resumed) with keep_place (14) */
 	int32_t		permits;		/* a semaphore request's (15); 0: a lock's */
@@ -361,7 +363,7 @@ named_count(const Model *m, int owner, bool by_role, uint32_t role, bool bytes)
 		const MHolder *h = &m->holders[i];
 
 		if (h->live && !h->implied &&
-			(by_role ? m->owners[h->owner].role == role : h->owner == owner))
+			(by_role ? h->role == role : h->owner == owner))
 			n += bytes ? lock_bytes(m, h->lock, h->owner) : 1;
 	}
 	for (int i = 0; i < m->nwaiters; i++)
@@ -369,7 +371,7 @@ named_count(const Model *m, int owner, bool by_role, uint32_t role, bool bytes)
 		const MWaiter *w = &m->waiters[i];
 
 		if (w->live && !w->implied && w->holder < 0 &&
-			(by_role ? m->owners[w->owner].role == role : w->owner == owner))
+			(by_role ? m->reqs[w->req]->role == role : w->owner == owner))
 			n += bytes ? lock_bytes(m, w->lock, w->owner) : 1;
 	}
 	return n;
@@ -386,6 +388,16 @@ owner_in_use(const Model *m, int owner)
 		if (m->waiters[i].live && m->waiters[i].owner == owner)
 			return true;
 	return false;
+}
+
+/*
+ * 12: the role an owner's new holders and waiting parts count under: an
+ * owner key's own, a session's the asking request's
+ */
+static uint32_t
+req_role(const Model *m, int owner, const DLmRequest *r)
+{
+	return m->owners[owner].key ? m->owners[owner].role : r->role;
 }
 
 static int
@@ -731,7 +743,8 @@ recheck_pop(Model *m)
 /* Taking and dropping (3.5, 4.1, 5.4) */
 
 static void
-add_intention(Model *m, int lock, int owner, int imode, int32_t pid, int64_t start)
+add_intention(Model *m, int lock, int owner, int imode, int32_t pid, int64_t start,
+			  uint32_t role)
 {
 	int			h;
 
@@ -755,6 +768,7 @@ add_intention(Model *m, int lock, int owner, int imode, int32_t pid, int64_t sta
 	m->holders[h].granted_at = m->now;
 	m->holders[h].pid = pid;
 	m->holders[h].start = start;
+	m->holders[h].role = role;
 	m->locks[lock].announced = false;	/* a new holder */
 	recheck_push(m, owner);		/* 6.2 */
 }
@@ -777,7 +791,7 @@ drop_intention(Model *m, int lock, int owner, int imode)
 /* 3.5 Take lock in mode for owner; returns the named holder. */
 static int
 take(Model *m, int lock, int owner, int mode, int64_t ttl, int32_t pid, int64_t start,
-	 bool collect, bool uncollected)
+	 uint32_t role, bool collect, bool uncollected)
 {
 	int			h = named_holder(m, lock, owner);
 	int			imode = dlock_intention_mode(mode);
@@ -812,11 +826,12 @@ take(Model *m, int lock, int owner, int mode, int64_t ttl, int32_t pid, int64_t 
 	m->holders[h].granted_at = m->now;
 	m->holders[h].pid = pid;
 	m->holders[h].start = start;
+	m->holders[h].role = role;
 	m->holders[h].kept = uncollected ? 1 : 0;
 	m->locks[lock].announced = false;
 	recheck_push(m, owner);		/* 6.2: a new named holder */
 	for (int k = 0; k < m->locks[lock].nanc; k++)
-		add_intention(m, m->locks[lock].anc[k], owner, imode, pid, start);
+		add_intention(m, m->locks[lock].anc[k], owner, imode, pid, start, role);
 	return h;
 }
 
@@ -841,7 +856,8 @@ convert_holder(Model *m, int h, int mode)
 		{
 			int			a = m->locks[lock].anc[k];
 
-			add_intention(m, a, owner, newi, m->holders[h].pid, m->holders[h].start);
+			add_intention(m, a, owner, newi, m->holders[h].pid, m->holders[h].start,
+						  m->holders[h].role);
 			drop_intention(m, a, owner, oldi);
 		}
 	m->holders[h].mode = mode;
@@ -962,7 +978,7 @@ grant_group(Model *m, int r)
 			hs[i] = w->holder;
 		}
 		else
-			hs[i] = take(m, w->lock, R->owner, w->mode, R->ttl, R->pid, R->start,
+			hs[i] = take(m, w->lock, R->owner, w->mode, R->ttl, R->pid, R->start, R->role,
 						 false, R->kept_until != 0);
 	}
 	answer_granted(m, R->requester, R->op, hs, R->nnamed, true);
@@ -1054,7 +1070,7 @@ grant_pass(Model *m, int lock)
 					/* it left the line: nothing added to ahead */
 					continue;
 				}
-				h = take(m, lock, R->owner, mode, R->ttl, R->pid, R->start,
+				h = take(m, lock, R->owner, mode, R->ttl, R->pid, R->start, R->role,
 						 false, R->kept_until != 0);
 				if (R->election)
 					set_value(m, h, R->value);
@@ -1472,9 +1488,10 @@ permits_held(const Model *m, int lock)
 /* A new holder of permits (O holds none of this semaphore): 3.5 in mode NL. */
 static int
 semaphore_take(Model *m, int lock, int owner, int32_t permits, int64_t ttl, int32_t pid,
-			   int64_t start, bool uncollected)
+			   int64_t start, uint32_t role, bool uncollected)
 {
-	int			h = take(m, lock, owner, DLOCK_MODE_NL, ttl, pid, start, false, uncollected);
+	int			h = take(m, lock, owner, DLOCK_MODE_NL, ttl, pid, start, role, false,
+					 uncollected);
 
 	m->holders[h].permits = permits;
 	return h;
@@ -1516,7 +1533,7 @@ do_semaphore(Model *m, const DLmRequest *r, int owner)
 	if (!waiters && permits_held(m, lock) + r->permits <= m->locks[lock].capacity)
 	{
 		h = semaphore_take(m, lock, owner, r->permits, r->ttl_us, r->pid, r->session_start,
-						   false);
+						   req_role(m, owner, r), false);
 		answer_holder(m, r->requester, h);
 		return;
 	}
@@ -1534,6 +1551,7 @@ do_semaphore(Model *m, const DLmRequest *r, int owner)
 		m->reqs[q]->owner = owner;
 		m->reqs[q]->pid = r->pid;
 		m->reqs[q]->start = r->session_start;
+		m->reqs[q]->role = req_role(m, owner, r);
 		m->reqs[q]->ttl = r->ttl_us;
 		m->reqs[q]->keep = r->keep_place;
 		m->reqs[q]->permits = r->permits;
@@ -1574,7 +1592,7 @@ semaphore_pass(Model *m, int lock)
 			answer(m, R->requester, DLOCK_STATUS_ERROR)->error = DLM_ERR_HELD_ONCE;
 			continue;
 		}
-		h = semaphore_take(m, lock, R->owner, R->permits, R->ttl, R->pid, R->start,
+		h = semaphore_take(m, lock, R->owner, R->permits, R->ttl, R->pid, R->start, R->role,
 						   R->kept_until != 0);
 		answer_holder(m, R->requester, h);
 	}
@@ -1619,7 +1637,7 @@ do_campaign(Model *m, const DLmRequest *r, int owner)
 	if (!busy)
 	{
 		h = take(m, lock, owner, DLOCK_MODE_EX, r->ttl_us, r->pid, r->session_start,
-				 false, false);
+				 req_role(m, owner, r), false, false);
 		set_value(m, h, r->value);
 		answer_holder(m, r->requester, h);
 		return;
@@ -1637,6 +1655,7 @@ do_campaign(Model *m, const DLmRequest *r, int owner)
 		m->reqs[q]->owner = owner;
 		m->reqs[q]->pid = r->pid;
 		m->reqs[q]->start = r->session_start;
+		m->reqs[q]->role = req_role(m, owner, r);
 		m->reqs[q]->ttl = r->ttl_us;
 		m->reqs[q]->keep = r->keep_place;
 		m->reqs[q]->election = true;
@@ -1727,7 +1746,7 @@ do_acquire(Model *m, const DLmRequest *r, int owner)
 	{
 		for (int i = 0; i < r->nnames; i++)
 			hs[i] = take(m, locks[i], owner, r->mode, r->ttl_us, r->pid,
-						 r->session_start, true, false);
+						 r->session_start, req_role(m, owner, r), true, false);
 		answer_granted(m, r->requester, r->op, hs, r->nnames, false);
 		return;
 	}
@@ -1744,6 +1763,7 @@ do_acquire(Model *m, const DLmRequest *r, int owner)
 	m->reqs[q]->owner = owner;
 	m->reqs[q]->pid = r->pid;
 	m->reqs[q]->start = r->session_start;
+	m->reqs[q]->role = req_role(m, owner, r);
 	m->reqs[q]->ttl = r->ttl_us;
 	m->reqs[q]->keep = r->keep_place;
 	m->reqs[q]->kept_until = 0;
@@ -2071,6 +2091,7 @@ do_convert(Model *m, const DLmRequest *r, int owner)
 	m->reqs[q]->owner = owner;
 	m->reqs[q]->pid = r->pid;
 	m->reqs[q]->start = r->session_start;
+	m->reqs[q]->role = req_role(m, owner, r);
 	m->reqs[q]->ttl = r->ttl_us;
 	m->reqs[q]->plain = nneeded == 0;
 	add_part(m, q, lock, r->mode, false, h);
@@ -2158,7 +2179,7 @@ limits(const Model *m, const DLmRequest *r)
 		(r->owner_max_bytes > 0 &&
 		 (o >= 0 ? named_count(m, o, false, 0, true) : 0) + fresh_bytes > r->owner_max_bytes))
 		return DLM_ERR_OWNER_QUOTA;
-	role = o >= 0 && owner_in_use(m, o) ? m->owners[o].role : r->role;
+	role = o >= 0 && m->owners[o].key && owner_in_use(m, o) ? m->owners[o].role : r->role;
 	if ((r->role_max_locks > 0 &&
 		 named_count(m, -1, true, role, false) + fresh > r->role_max_locks) ||
 		(r->role_max_bytes > 0 &&
@@ -2510,6 +2531,7 @@ model_holders(const Model *m, const char *name, ModelHolderView *out, int max)
 		out[i].expires_at = h->expires_at;
 		out[i].ttl_us = h->ttl;
 		out[i].holder_pid = h->pid;
+		out[i].role = h->role;
 		out[i].kept = h->kept;
 		out[i].permits = h->permits;
 		out[i].value = h->has_value ? h->value : NULL;

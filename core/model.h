@@ -81,6 +81,7 @@ typedef struct ModelHolderView
 	DLockTime	expires_at;
 	int64_t		ttl_us;
 	int32_t		holder_pid;		/* the session that acquired it */
+	uint32_t	role;			/* counted and shown under (12) */
 	int32_t		kept;			/* uncollected levels (14) */
 	int32_t		permits;		/* a semaphore's (15) */
 	const char *value;			/* a leader's (16); NULL otherwise */

@@ -1064,6 +1064,58 @@ test_owner_role(void)
 	CHECK_ST(0, RELEASED);
 	req_role = 0;
 	teardown();
+
+	/*
+	 * A session asks as several roles (a SECURITY DEFINER function's
+	 * owner): each holder and waiting part counts under, and is shown
+	 * with, the role of the request that took it, also when a waiter is
+	 * granted later and on a load.  The session releases what it holds
+	 * whatever role it has now.
+	 */
+	setup(8, 1000000, 1);
+	use(u, 3);
+	req_role = 1;
+	acq(0, NULL, "x", EX, 0);
+	CHECK_ST(0, GRANTED);
+	req_role = 2;
+	acq(0, NULL, "y", EX, 0);
+	CHECK_ST(0, GRANTED);
+	CHECK(NH("x", NULL, 0)->role == 1 && NH("y", NULL, 0)->role == 2);
+	CHECK_EQ(dlm_role_locks(M, 1), 1);
+	CHECK_EQ(dlm_role_locks(M, 2), 1);
+	/* role 2's quota of 1 is full; role 1's of 2 is not, same session */
+	req_role_max = 1;
+	acq(0, NULL, "z", EX, 0);
+	CHECK_REFUSED_WITH(0, DLM_ERR_ROLE_QUOTA);
+	req_role = 1;
+	req_role_max = 2;
+	acq(1, NULL, "y", EX, 0);	/* another session waits for y, as role 1 */
+	CHECK_ST(1, QUEUED);
+	CHECK_EQ(dlm_role_locks(M, 1), 2);
+	req_role_max = 0;
+	rel(0, NULL, "y");			/* released by the session as role 1 */
+	CHECK_ST(0, RELEASED);
+	CHECK_ST(1, GRANTED);
+	CHECK(NH("y", NULL, 1)->role == 1);
+	CHECK_EQ(dlm_role_locks(M, 2), 0);
+	CHECK_EQ(dlm_role_locks(M, 1), 2);
+	relall(0, NULL);
+	relall(1, NULL);
+	teardown();
+	setup(8, 100, 1);
+	dlm_set_counter(M, 5000);
+	cur_hi = 5000;
+	row = (DLmHolderRow) {.name = "x", .pid = 50, .backend_start = 500,
+		.mode = EX, .count = 1, .token = 4000, .granted_at = 10, .role = 3};
+	CHECK_EQ(dlm_load_holder(M, &row), DLM_OK);
+	row.name = "y";
+	row.token = 4001;
+	row.role = 4;
+	CHECK_EQ(dlm_load_holder(M, &row), DLM_OK);
+	CHECK_EQ(dlm_role_locks(M, 3), 1);
+	CHECK_EQ(dlm_role_locks(M, 4), 1);
+	req_role = 0;
+	teardown();
 }
 
 /*

@@ -453,6 +453,7 @@ typedef struct PHolder
 	int32_t		count;
 	int64_t		token;
 	DLockTime	expires_at;
+	uint32_t	role;
 	int32_t		kept;
 	int32_t		permits;
 	const char *value;
@@ -565,6 +566,7 @@ pic_from_model(const Model *m, Pic *p)
 			h->count = hv[i].count;
 			h->token = hv[i].token;
 			h->expires_at = hv[i].expires_at;
+			h->role = hv[i].role;
 			h->kept = hv[i].kept;
 			h->permits = hv[i].permits;
 			h->value = hv[i].value;
@@ -617,6 +619,7 @@ pic_from_core(const DLockManager *m, Pic *p)
 			x->count = h->count;
 			x->token = h->token;
 			x->expires_at = h->expires_at;
+			x->role = h->role;
 			x->kept = h->kept;
 			x->permits = h->permits;
 			x->value = h->value;
@@ -668,10 +671,10 @@ describe_name(Run *run, const char *who, const Pic *p, int n)
 		const PHolder *h = &p->h[n][i];
 
 		fail(run, CAT_NONE, "      holder %s %s%s count %d token %" PRId64 " expires %" PRId64
-			 " kept %d permits %d value %.20s",
+			 " role %u kept %d permits %d value %.20s",
 			 owner_str(h->key, h->pid, h->start), dlock_mode_name(h->mode),
 			 h->implied ? " implied" : "", (int) h->count, h->token, h->expires_at,
-			 (int) h->kept, (int) h->permits, h->value ? h->value : "(none)");
+			 (unsigned) h->role, (int) h->kept, (int) h->permits, h->value ? h->value : "(none)");
 	}
 	for (int i = 0; i < p->nw[n]; i++)
 	{
@@ -705,6 +708,7 @@ compare_pics(Run *run, const Pic *core, const Pic *model)
 				same = cmp_pholder(&ch[i], &mh[i]) == 0 &&
 					ch[i].count == mh[i].count && ch[i].token == mh[i].token &&
 					ch[i].expires_at == mh[i].expires_at && ch[i].kept == mh[i].kept &&
+					ch[i].role == mh[i].role &&
 					ch[i].permits == mh[i].permits &&
 					(ch[i].value == NULL ? mh[i].value == NULL :
 					 mh[i].value != NULL && strcmp(ch[i].value, mh[i].value) == 0);

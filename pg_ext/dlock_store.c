@@ -870,7 +870,7 @@ queue_row(Column *q, const DLmWaiter *w)
 	column_add(&q[8], interval_datum(w->ttl_us), w->ttl_us == 0);
 	column_add(&q[9], BoolGetDatum(w->holder != NULL), false);
 	column_add(&q[10], BoolGetDatum(w->implied), false);
-	column_add(&q[11], ObjectIdGetDatum(w->owner->role), false);
+	column_add(&q[11], ObjectIdGetDatum(w->role), false);
 	column_add(&q[12], BoolGetDatum(w->keep), false);
 	column_add(&q[13], TimestampTzGetDatum(w->kept_until), w->kept_until == 0);
 	column_add(&q[14], Int64GetDatum(w->request), false);
@@ -938,7 +938,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			column_add(&hi[8], TimestampTzGetDatum(h->expires_at), h->expires_at == 0);
 			column_add(&hi[9], interval_datum(h->ttl_us), h->ttl_us == 0);
 			column_add(&hi[10], BoolGetDatum(h->implied), false);
-			column_add(&hi[11], ObjectIdGetDatum(h->owner->role), false);
+			column_add(&hi[11], ObjectIdGetDatum(h->role), false);
 			column_add(&hi[12], Int32GetDatum(h->kept), false);
 			column_add(&hi[13], Int32GetDatum(h->lock->capacity), h->lock->capacity == 0);
 			column_add(&hi[14], Int32GetDatum(h->permits), h->lock->capacity == 0);

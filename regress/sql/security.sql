@@ -328,6 +328,46 @@ SELECT dlock_release_all() AS released, dlock_release_all('k1') AS released_key;
 RESET ROLE;
 SELECT dlock_set_quota('dlock_sec_q', NULL, NULL, NULL, NULL);
 
+-- A session's locks count under, and are shown with, the role in effect
+-- for each call: a SECURITY DEFINER function takes its locks as its owner
+-- (before, the session's first request fixed its role for every later one:
+-- ta's own locks consumed tb's quota and showed to tb, ta's quota was
+-- bypassed, and a superuser's helper called first lifted every quota)
+CREATE ROLE dlock_sec_ta IN ROLE dlock_user;
+CREATE ROLE dlock_sec_tb IN ROLE dlock_user;
+SELECT dlock_grant('a/', 'dlock_sec_ta') AND dlock_grant('/b', 'dlock_sec_tb') AS granted;
+SELECT dlock_set_quota('dlock_sec_ta', 3), dlock_set_quota('dlock_sec_tb', 2);
+GRANT CREATE ON SCHEMA dlock_sec TO dlock_sec_tb;
+SET ROLE dlock_sec_tb;
+CREATE FUNCTION dlock_sec.tb_take(n text) RETURNS bigint LANGUAGE sql SECURITY DEFINER
+    SET search_path = pg_catalog AS $$SELECT dlock_acquire('/b/' || n)$$;
+RESET ROLE;
+CREATE FUNCTION dlock_sec.su_peek() RETURNS bigint LANGUAGE sql SECURITY DEFINER
+    SET search_path = pg_catalog AS $$SELECT dlock_acquire('su/peek')$$;
+SELECT dlock_release_all() >= 0 AS fresh_start;
+SET ROLE dlock_sec_ta;
+SELECT dlock_sec.su_peek() > 0 AS superuser_helper_first,
+       dlock_sec.tb_take('x') > 0 AS through_tb;
+SELECT dlock_acquire('a/1') > 0 AS a1, dlock_acquire('a/2') > 0 AS a2,
+       dlock_acquire('a/secret-merger-plan') > 0 AS a3;
+SELECT dlock_sec.outcome($$SELECT dlock_acquire('a/4')$$) AS ta_over_quota;
+SELECT name, role FROM dlock.locks WHERE NOT implied ORDER BY name;
+SET ROLE dlock_sec_tb;
+SELECT name, role FROM dlock.locks WHERE NOT implied ORDER BY name;
+SELECT dlock_sec.tb_take('y') > 0 AS tb_second, dlock_sec.outcome($$SELECT dlock_sec.tb_take('z')$$) AS tb_third;
+SELECT count(*) AS holders_of_ta_name FROM dlock_holder('a/1');
+RESET ROLE;
+-- the session releases its locks whichever role it has now
+SET ROLE dlock_sec_ta;
+SELECT dlock_release('/b/x') AS released_tb_lock, dlock_release_all() AS released_rest;
+RESET ROLE;
+SELECT count(*) AS left_behind FROM dlock.locks WHERE name IN ('su/peek', '/b/x', '/b/y', 'a/1', 'a/2', 'a/secret-merger-plan');
+SELECT dlock_revoke('a/', 'dlock_sec_ta') AND dlock_revoke('/b', 'dlock_sec_tb') AS revoked;
+SELECT dlock_set_quota('dlock_sec_ta', NULL, NULL, NULL, NULL), dlock_set_quota('dlock_sec_tb', NULL, NULL, NULL, NULL);
+DROP FUNCTION dlock_sec.tb_take(text), dlock_sec.su_peek();
+REVOKE CREATE ON SCHEMA dlock_sec FROM dlock_sec_tb;
+DROP ROLE dlock_sec_ta, dlock_sec_tb;
+
 -- The capability roles are no tenant: a bound tenant that becomes
 -- dlock_user (every member may SET ROLE to it) escaped its namespace and
 -- its quota; now every call made as dlock_user, dlock_monitor or
