@@ -25,6 +25,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -95,6 +96,14 @@ typedef struct DLockReply
 static bool session_registered = false;
 
 static bool wait_for_worker(TimestampTz timeout_at);
+static void remember_grant(const struct DLockRequest *req);
+static void give_back_due(DLockSlot *slot);
+
+/* Grants rolled back, not yet released (see "Grants of the open transaction"). */
+static List *undo_due = NIL;
+static void grants_xact_callback(XactEvent event, void *arg);
+static void grants_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+									SubTransactionId parentSubid, void *arg);
 static void submit(DLockSlot *slot, const struct DLockRequest *req);
 static void submit_undo(DLockSlot *slot, const struct DLockRequest *granted);
 
@@ -237,6 +246,8 @@ my_slot(void)
 			CHECK_FOR_INTERRUPTS();
 		}
 		before_shmem_exit(dlock_session_exit, (Datum) 0);
+		RegisterXactCallback(grants_xact_callback, NULL);
+		RegisterSubXactCallback(grants_subxact_callback, NULL);
 		session_registered = true;
 	}
 	return slot;
@@ -509,6 +520,16 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 		reply->status = DLOCK_STATUS_CANCELED;	/* timed out first */
 		return;
 	}
+	/* and grants a rollback gave back, before anything asked now */
+	if (undo_due != NIL)
+	{
+		give_back_due(slot);
+		if (!await_free_slot(slot, req->timeout_at))
+		{
+			reply->status = DLOCK_STATUS_CANCELED;
+			return;
+		}
+	}
 	if (!wait_for_worker(req->timeout_at))
 	{
 		reply->status = DLOCK_STATUS_CANCELED;	/* timed out, never submitted */
@@ -553,6 +574,154 @@ dlock_call(const DLockRequest *req, DLockReply *reply)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (reply->status == DLOCK_STATUS_GRANTED && dlock_op_grants(req->op))
+		remember_grant(req);
+}
+
+/* ---------------------------------------------------------------------
+ * Grants of the open transaction
+ *
+ * A grant is given back when the (sub)transaction of the call that took it
+ * rolls back: ROLLBACK, ROLLBACK TO SAVEPOINT, an error (a statement that
+ * failed after the grant: its client never saw the token), an EXCEPTION
+ * block that caught one.  Once the transaction commits, the lock is held
+ * until it is released.  Releases, renewals and conversions are not undone.
+ * The release is asked for at the rollback if the slot is free, else by the
+ * session's next call before anything it asks; a session that ends gives
+ * back its session locks anyway, and an owner key's grant then lasts until
+ * its lease runs out.
+ * --------------------------------------------------------------------- */
+
+typedef struct XactGrant
+{
+	SubTransactionId subid;		/* the (sub)transaction whose call took it */
+	DLockRequest req;			/* what to release: names and owner, copied */
+} XactGrant;
+
+static List *xact_grants = NIL;	/* TopMemoryContext */
+
+static void
+remember_grant(const DLockRequest *req)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	XactGrant  *g = palloc0(sizeof(XactGrant));
+
+	g->subid = GetCurrentSubTransactionId();
+	g->req.op = req->op;
+	g->req.name = memcpy(palloc(req->name_len), req->name, req->name_len);
+	g->req.name_len = req->name_len;
+	g->req.nnames = req->nnames;
+	if (req->owner)
+	{
+		g->req.owner = memcpy(palloc(req->owner_len), req->owner, req->owner_len);
+		g->req.owner_len = req->owner_len;
+	}
+	xact_grants = lappend(xact_grants, g);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+free_grant(XactGrant *g)
+{
+	pfree((char *) g->req.name);
+	if (g->req.owner)
+		pfree((char *) g->req.owner);
+	pfree(g);
+}
+
+/*
+ * give_back_due
+ *		Release what rolled-back transactions took, newest first, while the
+ *		slot is free; waits for each verdict (bounded: await_verdict).  What
+ *		cannot be done now stays due for the next call.
+ */
+static void
+give_back_due(DLockSlot *slot)
+{
+	while (undo_due != NIL && !proc_exit_inprogress && worker_running())
+	{
+		XactGrant  *g = llast(undo_due);
+		DLockSlotState state;
+		DLockReply	ignored;
+
+		SpinLockAcquire(&slot->mutex);
+		state = slot->state;
+		SpinLockRelease(&slot->mutex);
+		if (state != DLOCK_SLOT_FREE)
+			return;
+		submit_undo(slot, &g->req);
+		undo_due = list_delete_last(undo_due);
+		free_grant(g);
+		if (!await_verdict(slot, &ignored))
+			return;				/* left to the worker: it carries it out */
+	}
+}
+
+/* Move the grants of subid (InvalidSubTransactionId: all) to undo_due. */
+static void
+roll_back_grants(SubTransactionId subid)
+{
+	ListCell   *lc;
+
+	foreach(lc, xact_grants)
+	{
+		XactGrant  *g = lfirst(lc);
+
+		if (subid == InvalidSubTransactionId || g->subid == subid)
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			undo_due = lappend(undo_due, g);
+			MemoryContextSwitchTo(old);
+			xact_grants = foreach_delete_current(xact_grants, lc);
+		}
+	}
+	if (undo_due != NIL && session_registered)
+		give_back_due(dlock_slot(MyProc->pgprocno));
+}
+
+static void
+grants_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			{
+				ListCell   *lc;
+
+				foreach(lc, xact_grants)
+					free_grant(lfirst(lc));
+				list_free(xact_grants);
+				xact_grants = NIL;
+			}
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			roll_back_grants(InvalidSubTransactionId);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+grants_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		roll_back_grants(mySubid);
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		foreach(lc, xact_grants)
+		{
+			XactGrant  *g = lfirst(lc);
+
+			if (g->subid == mySubid)
+				g->subid = parentSubid;
+		}
 }
 
 /* Argument checks */
