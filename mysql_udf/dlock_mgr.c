@@ -59,6 +59,11 @@
 #define LOAD_WAIT_US (10LL * 1000000)
 /* A batch that failed this often in a row answers its requests with the error. */
 #define MAX_BATCH_FAILURES 3
+/*
+ * How often the manager looks whether the sessions that hold or wait are
+ * still there (those that end without a disconnect notification).
+ */
+#define SESSION_CHECK_MS 1000
 /* A server that may not serve (a replica, a Galera node) is asked again this often. */
 #define ROLE_RECHECK_MS 1000
 /* Waiting for the semi-synchronous replica: pauses between looks, doubling. */
@@ -140,6 +145,7 @@ static int	last_load_rc;		/* of the last failed load: -1, -2 */
 static bool reload_requested;	/* dlock_reload(): rebuild after this batch */
 static int	deferred = 0;
 static DLockTime deferred_since;
+static DLockTime next_session_check;	/* monotonic: when to look at the sessions */
 static bool refusing;			/* this server may not serve: a replica, a Galera node */
 static char refusal[sizeof(((DlockErr *) 0)->msg)];	/* ... why, as logged */
 
@@ -864,6 +870,103 @@ reload(DlockErr *err)
 }
 
 /* ------------------------------------------------------------------------
+ * Sessions that end unannounced
+ *
+ * A client connection's end reaches the manager from the server's audit
+ * notification (mgr_session_end).  A server-internal session that can call
+ * the functions - an event of the event scheduler, a replication applier -
+ * ends without one.  So every SESSION_CHECK_MS, while sessions hold or
+ * wait for something, the manager lists them from the picture and asks the
+ * server which connection ids are alive (one look at
+ * information_schema.PROCESSLIST, where the store account, which has
+ * PROCESS, sees every client connection and every server-internal session);
+ * those missing end as a disconnect ends them.  The picture does not
+ * change between the listing and the look (the manager thread alone
+ * changes it), and connection ids are not reused within a server run: a
+ * session missing from the look has ended.  Nothing of this is on a
+ * call's path.
+ * ------------------------------------------------------------------------ */
+typedef struct SessionList
+{
+	unsigned long long *ids;
+	size_t		n;
+	size_t		cap;
+	bool		oom;
+} SessionList;
+
+/* dlm_drop_sessions' callback, which lists the session owners and drops none. */
+static bool
+session_listed(void *arg, int32_t pid, int64_t start)
+{
+	SessionList *l = arg;
+
+	if (!session_of_this_run(start) || l->oom)
+		return true;
+	if (l->n == l->cap)
+	{
+		size_t		cap = l->cap ? l->cap * 2 : 64;
+		unsigned long long *n = realloc(l->ids, cap * sizeof(*n));
+
+		if (n == NULL)
+		{
+			l->oom = true;
+			return true;
+		}
+		l->ids = n;
+		l->cap = cap;
+	}
+	l->ids[l->n++] = session_conn_id(pid, start);
+	return true;
+}
+
+/* Whether it is time to look at the sessions. */
+static bool
+sessions_due(void)
+{
+	return picture != NULL && mono_us() >= next_session_check;
+}
+
+/* End the sessions that hold or wait but are gone; how many. */
+static int
+sessions_check(DLockTime now)
+{
+	SessionList l = {0};
+	unsigned long long *alive = NULL;
+	size_t		nalive = 0;
+	int64_t		holders,
+				waiting,
+				kept;
+	int			n = 0;
+	DlockErr	e;
+
+	next_session_check = mono_us() + (DLockTime) SESSION_CHECK_MS * 1000;
+	dlm_sizes(picture, &holders, &waiting, &kept);
+	if (holders == 0 && waiting == 0)
+		return 0;
+	(void) dlm_drop_sessions(picture, session_listed, &l);
+	if (l.n > 0 && !l.oom)
+	{
+		if ((store_conn_id() == 0 && store_open(&e) != 0) ||
+			store_alive(&alive, &nalive, &e) != 0)
+			store_close();		/* looked at again next time; a batch reconnects */
+		else
+		{
+			qsort(alive, nalive, sizeof(*alive), cmp_ull);
+			for (size_t i = 0; i < l.n; i++)
+				if (bsearch(&l.ids[i], alive, nalive, sizeof(*alive), cmp_ull) == NULL)
+				{
+					dlm_session_end(picture, session_pid(l.ids[i]),
+									session_start(l.ids[i]), DLM_NOBODY, now);
+					n++;
+				}
+		}
+	}
+	free(alive);
+	free(l.ids);
+	return n;
+}
+
+/* ------------------------------------------------------------------------
  * The manager's loop
  * ------------------------------------------------------------------------ */
 
@@ -1009,6 +1112,9 @@ sleep_us(DLockTime now)
 		us = t - now;
 	if (deferred > 0 && deferred_since + DEFER_MS * 1000 - now < us)
 		us = deferred_since + DEFER_MS * 1000 - now;
+	t = next_session_check - mono_us();
+	if (t < us)
+		us = t;
 	return us < 0 ? 0 : us;
 }
 
@@ -1370,7 +1476,7 @@ manager_main(void *arg)
 				continue;
 			}
 			if (submit_head || withdraw_head || nended > 0 || inspect_head ||
-				work_due(now))
+				work_due(now) || sessions_due())
 				break;
 			deadline_ts(&ts, sleep_us(now));
 			pthread_cond_timedwait(&work_cond, &mu.m, &ts);
@@ -1481,6 +1587,9 @@ manager_main(void *arg)
 
 		/* decide: withdrawals first, then ended sessions, leases, requests */
 		now = now_us();
+		if (sessions_due() && sessions_check(now) == 0 && fresh == NULL &&
+			withdrawn == NULL && inspects == NULL && ngone == 0 && !work_due(now))
+			continue;			/* nothing to do: no batch */
 		{
 			int			ids[NSLOTS];
 			int			n = 0;

@@ -834,22 +834,23 @@ load_kept(DLockManager *m, DLockTime now, DlockErr *err)
 	return rc;
 }
 
-static int
-load_alive(StoreLoad *load, DlockErr *err)
+/* The connection ids alive now, appended to *alive (malloc'ed, unsorted). */
+int
+store_alive(unsigned long long **alive, size_t *nalive, DlockErr *err)
 {
 	Cols		c;
 	MYSQL_STMT *st = query(Q_ALIVE, NULL, 0, &c, "i", err);
-	size_t		cap = 0;
+	size_t		cap = *nalive;
 	int			f;
 
 	if (st == NULL)
 		return -1;
 	while ((f = fetch(st, &c, "i", err)) == 1)
 	{
-		if (load->nalive == cap)
+		if (*nalive == cap)
 		{
 			size_t		ncap = cap ? cap * 2 : 256;
-			unsigned long long *a = realloc(load->alive, ncap * sizeof(*a));
+			unsigned long long *a = realloc(*alive, ncap * sizeof(*a));
 
 			if (a == NULL)
 			{
@@ -857,10 +858,10 @@ load_alive(StoreLoad *load, DlockErr *err)
 				mysql_stmt_free_result(st);
 				return -1;
 			}
-			load->alive = a;
+			*alive = a;
 			cap = ncap;
 		}
-		load->alive[load->nalive++] = (unsigned long long) c.i[0];
+		(*alive)[(*nalive)++] = (unsigned long long) c.i[0];
 	}
 	return f;
 }
@@ -890,7 +891,7 @@ store_load(StoreLoad *load, DlockErr *err)
 		load_kept(load->m, load->now, err) != 0 ||
 		run(Q_QUEUE_CLEAN, NULL, 0, NULL, err) != 0 ||
 		run(Q_KEPT_CLEAN, NULL, 0, NULL, err) != 0 ||
-		load_alive(load, err) != 0)
+		store_alive(&load->alive, &load->nalive, err) != 0)
 		return -1;
 	return 0;
 }

@@ -74,6 +74,14 @@ typedef struct StoreLoad
 extern int	store_load(StoreLoad *load, DlockErr *err);
 
 /*
+ * The connection ids alive now (information_schema.PROCESSLIST as the
+ * store account, which has PROCESS, sees it: every client connection and
+ * every server-internal session - event, replication applier), appended
+ * to *alive (malloc'ed, unsorted).  0, or -1 with err.
+ */
+extern int	store_alive(unsigned long long **alive, size_t *nalive, DlockErr *err);
+
+/*
  * One batch: the durable rows (owner-keyed holders, kept places) and the
  * counter in InnoDB, committed; then the rows that live as long as the
  * server (session holders, waiting calls) in MEMORY tables.  0; -1 not
