@@ -30,6 +30,7 @@
 #include "utils/wait_event.h"
 
 #include "dlock.h"
+#include "dlock_compat.h"
 
 PG_FUNCTION_INFO_V1(dlock_acquire);
 PG_FUNCTION_INFO_V1(dlock_try_acquire);
@@ -193,12 +194,12 @@ error_no_worker(void)
 static void
 dlock_session_exit(int code, Datum arg)
 {
-	DLockSlot  *slot = dlock_slot(MyProc->pgprocno);
+	DLockSlot  *slot = dlock_slot(dlock_my_procno());
 
 	SpinLockAcquire(&slot->mutex);
 	slot->session_ended = true;
 	SpinLockRelease(&slot->mutex);
-	dlock_wake_worker(MyProc->pgprocno);
+	dlock_wake_worker(dlock_my_procno());
 }
 
 /*
@@ -212,11 +213,11 @@ my_slot(void)
 {
 	DLockSlot  *slot;
 
-	if (MyProc == NULL || MyProc->pgprocno >= dlock_shared->nslots)
+	if (MyProc == NULL || dlock_my_procno() >= dlock_shared->nslots)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("dlock functions cannot be called from this process")));
-	slot = dlock_slot(MyProc->pgprocno);
+	slot = dlock_slot(dlock_my_procno());
 
 	if (!session_registered)
 	{
@@ -239,7 +240,7 @@ my_slot(void)
 			if (!busy)
 				break;
 			(void) wait_for_worker(0);
-			dlock_wake_worker(MyProc->pgprocno);
+			dlock_wake_worker(dlock_my_procno());
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 10, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
@@ -305,7 +306,7 @@ abandon(DLockSlot *slot, DLockReply *reply)
 	SpinLockRelease(&slot->mutex);
 	if (!pending)
 		return take_reply(slot, reply);
-	dlock_wake_worker(MyProc->pgprocno);
+	dlock_wake_worker(dlock_my_procno());
 	return false;
 }
 
@@ -450,7 +451,7 @@ submit(DLockSlot *slot, const DLockRequest *req)
 	slot->seq = pg_atomic_fetch_add_u64(&dlock_shared->next_seq, 1);
 	slot->state = DLOCK_SLOT_SUBMITTED;
 	SpinLockRelease(&slot->mutex);
-	dlock_wake_worker(MyProc->pgprocno);
+	dlock_wake_worker(dlock_my_procno());
 }
 
 /* Release every name of a grant again, as one request. */
@@ -488,7 +489,7 @@ withdraw(DLockSlot *slot, const DLockRequest *req, bool undo_grant,
 		slot->cancel_timeout = !undo_grant;	/* (a timeout keeps a late grant) */
 	}
 	SpinLockRelease(&slot->mutex);
-	dlock_wake_worker(MyProc->pgprocno);
+	dlock_wake_worker(dlock_my_procno());
 	if (!await_verdict(slot, reply))
 		return;
 
@@ -677,7 +678,7 @@ roll_back_grants(SubTransactionId subid)
 		}
 	}
 	if (undo_due != NIL && session_registered)
-		give_back_due(dlock_slot(MyProc->pgprocno));
+		give_back_due(dlock_slot(dlock_my_procno()));
 }
 
 static void

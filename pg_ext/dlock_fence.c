@@ -29,6 +29,7 @@
 #include "utils/timestamp.h"
 
 #include "dlock.h"
+#include "dlock_compat.h"
 
 PG_FUNCTION_INFO_V1(dlock_check);
 
@@ -69,7 +70,7 @@ dlock_check(PG_FUNCTION_ARGS)
 	name_att = get_attnum(relid, "name");
 	expires_att = get_attnum(relid, "expires_at");
 	rel = table_open(relid, AccessShareLock);
-	pk = RelationGetPrimaryKeyIndex(rel);
+	pk = dlock_primary_key_index(rel);
 	if (!OidIsValid(pk) || name_att == InvalidAttrNumber ||
 		expires_att == InvalidAttrNumber)
 		ereport(ERROR,

@@ -50,6 +50,7 @@
 #include "utils/timestamp.h"
 
 #include "dlock.h"
+#include "dlock_compat.h"
 #include "dlock_store.h"
 
 typedef enum StorePlan
@@ -702,7 +703,7 @@ direct_open(DirectTable *t, EState *estate, const char *relname,
 	for (int i = 0; ok && i < ncols; i++)
 		ok = !TupleDescAttr(desc, i)->attisdropped &&
 			TupleDescAttr(desc, i)->atttypid == types[i];
-	key_oid = ok ? RelationGetPrimaryKeyIndex(t->rel) : InvalidOid;
+	key_oid = ok ? dlock_primary_key_index(t->rel) : InvalidOid;
 	if (!OidIsValid(key_oid))
 	{
 		table_close(t->rel, NoLock);
@@ -734,7 +735,7 @@ direct_open(DirectTable *t, EState *estate, const char *relname,
 	/* see what earlier statements of this transaction did */
 	CommandCounterIncrement();
 	t->snapshot = RegisterSnapshot(GetLatestSnapshot());
-	t->scan = index_beginscan(t->rel, t->key_index, t->snapshot, 1, 0);
+	t->scan = dlock_index_beginscan(t->rel, t->key_index, t->snapshot, 1, 0);
 	t->found = table_slot_create(t->rel, NULL);
 	t->row = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	t->estate = estate;
@@ -786,18 +787,18 @@ direct_fill(DirectTable *t, const Column *cols, int i)
 static void
 direct_store(DirectTable *t, bool replace)
 {
-	bool		update_indexes = true;
+	DLockIndexUpdate update_indexes = DLOCK_INDEX_ALL;
 	List	   *recheck;
 
 	if (replace)
-		simple_table_tuple_update(t->rel, &t->found->tts_tid, t->row,
-								  t->snapshot, &update_indexes);
+		update_indexes = dlock_tuple_update(t->rel, &t->found->tts_tid, t->row,
+											t->snapshot);
 	else
 		simple_table_tuple_insert(t->rel, t->row);
-	if (update_indexes && t->rri.ri_NumIndices > 0)
+	if (update_indexes != DLOCK_INDEX_NONE && t->rri.ri_NumIndices > 0)
 	{
-		recheck = ExecInsertIndexTuples(&t->rri, t->row, t->estate, replace,
-										false, NULL, NIL);
+		recheck = dlock_insert_index_tuples(&t->rri, t->row, t->estate, replace,
+											update_indexes);
 		list_free(recheck);
 	}
 	ResetPerTupleExprContext(t->estate);

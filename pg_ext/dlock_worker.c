@@ -43,6 +43,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "dlock_compat.h"
 #include "dlock_recovery.h"
 #include "dlock_admin.h"
 #include "dlock_slots.h"
@@ -631,7 +632,7 @@ force_settings(void)
 		{"transform_null_equals", "off"},
 		{"exit_on_error", "off"},
 		{"max_parallel_workers_per_gather", "0"},
-		{"force_parallel_mode", "off"},
+		{DLOCK_FORCE_PARALLEL_GUC, "off"},
 		{"jit", "off"},
 		{"enable_seqscan", "off"},
 		{"enable_hashjoin", "off"},
