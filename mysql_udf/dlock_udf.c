@@ -488,6 +488,13 @@ get_name(UDF_ARGS *args, unsigned int i, DlockCall *req, char *error,
 			 "%s: lock name must not contain a NUL byte%s", req->fn, "");
 		return -1;
 	}
+	/* the view shows names as utf8mb4 text: other bytes would show as '?' */
+	if (!dlock_valid_utf8(s, args->lengths[i]))
+	{
+		fail(error, is_null, DLOCK_ER_ARGS,
+			 "%s: lock name must be valid UTF-8%s", req->fn, "");
+		return -1;
+	}
 	req->names[req->nnames] = s;
 	req->name_lens[req->nnames] = args->lengths[i];
 	req->nnames++;
