@@ -14,6 +14,9 @@
 #include "storage/proc.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"				/* 16: the varlena macros left postgres.h */
+#endif
 
 /* This backend's PGPROC number (17: no PGPROC.pgprocno). */
 static inline int
