@@ -71,23 +71,10 @@ export PGHOST=$DIR/pg PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 echo "running on $PGHOST port $PGPORT"
 
 section "pg_regress"
-# dlock lives in database postgres only (dlock.database), where the
-# extension was created: the tests run there, not in a fresh database
-tests=$(cd regress/sql && ls *.sql | sed 's/\.sql$//' | sort)
-ntests=$(echo $tests | wc -w)
-"$(dirname "$("${PG_CONFIG:-pg_config}" --pgxs)")/../test/regress/pg_regress" \
-    --inputdir=regress --outputdir="$DIR/regress" \
-    --host="$PGHOST" --port="$PGPORT" --user=postgres \
-    --use-existing --dbname=postgres $tests > "$DIR/regress.log" 2>&1; rc=$?
-cat "$DIR/regress.log"
-# PostgreSQL 15 prints "test NAME ... ok" or "... FAILED" per test
-ok=$(grep -cE '^(ok|test) .* \.\.\. ok' "$DIR/regress.log")
-bad=$(grep -cE '\.\.\. (FAILED|failed)' "$DIR/regress.log")
-# a test that did not report (pg_regress could not connect, crashed) failed
-[ $((ok + bad)) -lt "$ntests" ] && bad=$((ntests - ok))
-[ "$rc" -ne 0 ] && [ "$bad" -eq 0 ] && bad=1
-record pg_regress "$ok" "$bad"
-[ -f "$DIR/regress/regression.diffs" ] && [ "$bad" -gt 0 ] && cat "$DIR/regress/regression.diffs"
+# scripts/pg_regress.sh: the run and its count, for every PostgreSQL version
+# (also used by `make matrix`)
+"$ROOT/scripts/pg_regress.sh" "$DIR/regress" > "$DIR/regress.log" 2>&1; rc=$?
+cat "$DIR/regress.log"; record_from pg_regress "$DIR/regress.log" $rc
 
 section "multi-session scenarios"
 /usr/bin/python3 regress/scenarios/run.py > "$DIR/scen.log" 2>&1; rc=$?
