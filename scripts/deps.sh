@@ -1,9 +1,17 @@
 #!/bin/bash
 # scripts/deps.sh — install the Debian packages the build and tests need,
 # only those missing (apt-get update once, only if something is missing).
+# The PostgreSQL major version is $DLOCK_PG_MAJOR, else that of $PG_CONFIG
+# (`$PG_CONFIG --version`), else 15 (Debian 12's); `make matrix` sets it in
+# its Debian 13 and sid systems (17, 18).
 set -eu
+PG_MAJOR=${DLOCK_PG_MAJOR:-}
+if [ -z "$PG_MAJOR" ] && [ -n "${PG_CONFIG:-}" ]; then
+    PG_MAJOR=$("$PG_CONFIG" --version 2>/dev/null | sed -nE 's/^PostgreSQL ([0-9]+).*/\1/p') || true
+fi
+PG_MAJOR=${PG_MAJOR:-15}
 need=()
-for p in build-essential postgresql-15 postgresql-server-dev-15 \
+for p in build-essential "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" \
          libpq-dev libmariadb-dev python3-psycopg2 pgbouncer python3-psycopg "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
@@ -13,8 +21,8 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq "${need[@]}" >/dev/null
     # a packaged cluster is not needed: tests run their own
-    if command -v pg_lsclusters >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q '^15 main'; then
-        pg_ctlcluster 15 main stop 2>/dev/null || true
+    if command -v pg_lsclusters >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q "^$PG_MAJOR main"; then
+        pg_ctlcluster "$PG_MAJOR" main stop 2>/dev/null || true
     fi
     # nor the packaged exporter (it would listen on every address):
     # regress/exporter starts its own on loopback

@@ -1,5 +1,7 @@
 #!/bin/bash
-# scripts/pg_cluster.sh — a throwaway PostgreSQL 15 cluster with dlock.
+# scripts/pg_cluster.sh — a throwaway PostgreSQL cluster with dlock, run with
+# the binaries of $PGBIN, else of $PG_CONFIG's --bindir, else of pg_config's
+# (PostgreSQL 15 to 18: `make matrix` runs it in Debian 13 and sid too).
 #
 #   pg_cluster.sh start DIR PORT   initdb (if needed) and start; CREATE EXTENSION
 #   pg_cluster.sh stop DIR [PORT]  stop it (fast, then immediate, then SIGKILL

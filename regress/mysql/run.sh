@@ -14,7 +14,15 @@ set -u
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-MTR_DIR=/usr/share/mysql/mysql-test
+# mariadb-test-run's directory: /usr/share/mysql/mysql-test up to 10.11,
+# /usr/share/mariadb/mariadb-test from 11.x on (Debian's mariadb-test);
+# $MTR_DIR chooses another
+MTR_DIR=${MTR_DIR:-}
+if [ -z "$MTR_DIR" ]; then
+	for d in /usr/share/mysql/mysql-test /usr/share/mariadb/mariadb-test; do
+		[ -e "$d/mariadb-test-run" ] && { MTR_DIR=$d; break; }
+	done
+fi
 BASE=
 VARDIR=
 LOG=
@@ -76,6 +84,7 @@ export DLOCK_INSTALL="$BASE/mysql_install.sh"
 export DLOCK_CNF="$BASE/dlock.cnf"
 
 
+[ -n "$MTR_DIR" ] || { echo "no mariadb-test-run (package mariadb-test)" >&2; finish 0 1; }
 cd "$MTR_DIR" || finish 0 1
 # shellcheck disable=SC2086
 perl ./mariadb-test-run --suite="$BASE/suite" --vardir="$VARDIR" \
