@@ -98,7 +98,6 @@ typedef struct Slot
 	size_t		buf_cap;
 	unsigned long long conn_id;
 	char		account[DLOCK_MAX_ACCOUNT_LEN + 1];
-	char		role[DLOCK_MAX_ACCOUNT_LEN + 1];
 	bool		admin;
 	DLockTime	timeout_at;
 	DLockTime	submitted_at;
@@ -335,12 +334,17 @@ accounts_name(uint32_t id)
 
 /* ------------------------------------------------------------------------
  * Namespaces and quotas (the manager's caches of dlock.grants, dlock.quotas)
+ *
+ * The grants are read by the callers (mgr_namespace_check, in their own
+ * threads) under grants_lock; the manager loads a new list aside and swaps
+ * it in.  The quotas are the manager thread's alone.
  * ------------------------------------------------------------------------ */
 typedef struct Grant
 {
-	char	   *grantee;
+	char	   *grantee;		/* an account (user@host) or a role */
 	char	   *prefix;
 	size_t		plen;
+	bool		is_role;
 } Grant;
 
 typedef struct Quota
@@ -349,43 +353,103 @@ typedef struct Quota
 	long long	limits[4];
 } Quota;
 
-static Grant *grants;
-static size_t ngrants, grants_cap;
+typedef struct GrantList
+{
+	Grant	   *g;
+	size_t		n;
+	size_t		cap;
+} GrantList;
+
+static pthread_rwlock_t grants_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+static GrantList grants;		/* grants_lock; sorted by grantee */
+static GrantList loading;		/* the manager's: the next list */
 static Quota *quotas;
 static size_t nquotas, quotas_cap;
 
+bool
+mgr_capability_role(const char *name, size_t len)
+{
+	static const char *const roles[] = {"dlock_user", "dlock_monitor", "dlock_admin"};
+
+	for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+		if (len == strlen(roles[i]) && memcmp(name, roles[i], len) == 0)
+			return true;
+	return false;
+}
+
+static void
+grants_free(GrantList *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+	{
+		free(l->g[i].grantee);
+		free(l->g[i].prefix);
+	}
+	l->n = 0;
+}
+
+/* Start loading: the next grants and the quotas from nothing. */
 static void
 cache_clear(void)
 {
-	for (size_t i = 0; i < ngrants; i++)
-	{
-		free(grants[i].grantee);
-		free(grants[i].prefix);
-	}
-	ngrants = 0;
+	grants_free(&loading);
 	for (size_t i = 0; i < nquotas; i++)
 		free(quotas[i].account);
 	nquotas = 0;
 }
 
+/* A row of dlock.grants into the next list (a capability role binds nobody). */
 static void
 cache_grant(const char *g, size_t glen, const char *p, size_t plen)
 {
-	if (ngrants == grants_cap)
+	Grant	   *e;
+
+	if (mgr_capability_role(g, glen))
+		return;
+	if (loading.n == loading.cap)
 	{
-		size_t		cap = grants_cap ? grants_cap * 2 : 16;
-		Grant	   *n = realloc(grants, cap * sizeof(Grant));
+		size_t		cap = loading.cap ? loading.cap * 2 : 16;
+		Grant	   *n = realloc(loading.g, cap * sizeof(Grant));
 
 		if (n == NULL)
 			return;
-		grants = n;
-		grants_cap = cap;
+		loading.g = n;
+		loading.cap = cap;
 	}
-	grants[ngrants].grantee = strndup(g, glen);
-	grants[ngrants].prefix = strndup(p, plen);
-	grants[ngrants].plen = plen;
-	if (grants[ngrants].grantee && grants[ngrants].prefix)
-		ngrants++;
+	e = &loading.g[loading.n];
+	e->grantee = strndup(g, glen);
+	e->prefix = strndup(p, plen);
+	e->plen = plen;
+	/* an account is user@host, as CURRENT_USER() shows it; a role has no @ */
+	e->is_role = memchr(g, '@', glen) == NULL;
+	if (e->grantee && e->prefix)
+		loading.n++;
+	else
+	{
+		free(e->grantee);
+		free(e->prefix);
+	}
+}
+
+static int
+cmp_grants(const void *a, const void *b)
+{
+	return strcmp(((const Grant *) a)->grantee, ((const Grant *) b)->grantee);
+}
+
+/* The loaded list becomes the grants (the old one is freed at the next load). */
+static void
+cache_publish(void)
+{
+	GrantList	old;
+
+	qsort(loading.g, loading.n, sizeof(Grant), cmp_grants);
+	pthread_rwlock_wrlock(&grants_lock);
+	old = grants;
+	grants = loading;
+	pthread_rwlock_unlock(&grants_lock);
+	loading = old;
+	grants_free(&loading);
 }
 
 static void
@@ -413,10 +477,8 @@ cache_quota(const char *a, size_t alen, const long long limits[4])
  * a flat prefix the flat names that start with it, byte by byte.
  */
 static bool
-prefix_covers(const Grant *g, const char *name)
+prefix_covers(const Grant *g, const char *name, size_t len)
 {
-	size_t		len = strlen(name);
-
 	if (name[0] == '/')
 		return g->prefix[0] == '/' &&
 			(g->plen == 1 ||
@@ -427,34 +489,112 @@ prefix_covers(const Grant *g, const char *name)
 }
 
 /*
- * A caller bound by grants (its account or its active role has one) may
- * take only names under them; dlock_admin is never bound.  NULL, or the
- * first name refused.
+ * Whether grants.g[i] binds the caller: a grant to its account, or to a
+ * role granted to it (asked of the server once per role and call: memo,
+ * -1 not asked yet, for the grantee's whole run in the sorted list).
+ * (grants_lock held)
  */
-static const char *
-namespace_refuses(const Slot *s)
+static bool
+grant_applies(const DlockCaller *who, size_t i, signed char *memo)
 {
-	bool		bound = false;
+	const Grant *g = &grants.g[i];
 
-	if (s->admin)
-		return NULL;
-	for (size_t i = 0; i < ngrants && !bound; i++)
-		bound = strcmp(grants[i].grantee, s->account) == 0 ||
-			(s->role[0] && strcmp(grants[i].grantee, s->role) == 0);
-	if (!bound)
-		return NULL;
-	for (int n = 0; n < s->call.nnames; n++)
+	if (!g->is_role)
+		return strcmp(g->grantee, who->account) == 0;
+	if (memo[i] < 0)
+	{
+		signed char yes = who->role_granted != NULL &&
+			who->role_granted(who, g->grantee);
+		size_t		a = i,
+					b = i;
+
+		while (a > 0 && strcmp(grants.g[a - 1].grantee, g->grantee) == 0)
+			a--;
+		while (b + 1 < grants.n && strcmp(grants.g[b + 1].grantee, g->grantee) == 0)
+			b++;
+		memset(memo + a, yes, b - a + 1);
+	}
+	return memo[i] > 0;
+}
+
+/* Printable, bounded copy of a name of len bytes for messages. */
+static const char *
+shown_len(const char *s, size_t len, char *buf, size_t size)
+{
+	size_t		n = 0,
+				i = 0;
+
+	for (; i < len && n + 4 < size; i++)
+		buf[n++] = ((unsigned char) s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+	if (i < len)
+	{
+		buf[n++] = '.';
+		buf[n++] = '.';
+		buf[n++] = '.';
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
+ * A caller bound by grants - to its account, or to any role granted to
+ * its account, directly or through other roles, whichever role it has
+ * active - may take and look at only the names under them; dlock_admin is
+ * never bound.  The union of the bindings: a name is allowed when a grant
+ * that binds the caller covers it.  Roles are asked about only for the
+ * grants that cover a name, and, when one is refused, until one binds.
+ */
+int
+mgr_namespace_check(const char *fn, const DlockCaller *who,
+					const char *const *names, const size_t *lens, int nnames,
+					DlockErr *err)
+{
+	signed char memo_small[64];
+	signed char *memo = memo_small;
+	int			refused = -1;
+	bool		bound = false;
+	char		nm[80];
+
+	if (who->access & DLOCK_ACCESS_ADMIN)
+		return 0;
+	pthread_rwlock_rdlock(&grants_lock);
+	if (grants.n == 0)
+	{
+		pthread_rwlock_unlock(&grants_lock);
+		return 0;
+	}
+	if (grants.n > sizeof(memo_small) && (memo = malloc(grants.n)) == NULL)
+	{
+		pthread_rwlock_unlock(&grants_lock);
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "%s: out of memory", fn);
+		return -1;
+	}
+	memset(memo, -1, grants.n);
+	for (int n = 0; n < nnames && refused < 0; n++)
 	{
 		bool		covered = false;
 
-		for (size_t i = 0; i < ngrants && !covered; i++)
-			covered = (strcmp(grants[i].grantee, s->account) == 0 ||
-					   (s->role[0] && strcmp(grants[i].grantee, s->role) == 0)) &&
-				prefix_covers(&grants[i], s->names_z[n]);
+		for (size_t i = 0; i < grants.n && !covered; i++)
+			covered = prefix_covers(&grants.g[i], names[n], lens[n]) &&
+				grant_applies(who, i, memo);
 		if (!covered)
-			return s->names_z[n];
+			refused = n;
 	}
-	return NULL;
+	/* a name no binding grant covers: refused if any grant binds the caller */
+	for (size_t i = 0; refused >= 0 && i < grants.n && !bound; i++)
+		bound = !grants.g[i].is_role && grant_applies(who, i, memo);
+	for (size_t i = 0; refused >= 0 && i < grants.n && !bound; i++)
+		bound = grants.g[i].is_role && grant_applies(who, i, memo);
+	pthread_rwlock_unlock(&grants_lock);
+	if (memo != memo_small)
+		free(memo);
+	if (refused < 0 || !bound)
+		return 0;
+	dlock_set_err(err, DLOCK_ER_ACCESS,
+			"%s: permission denied for lock \"%s\": outside the prefixes "
+			"granted to %.200s and its roles [42501]", fn,
+			shown_len(names[refused], lens[refused], nm, sizeof(nm)), who->account);
+	return -1;
 }
 
 static const Quota *
@@ -821,6 +961,7 @@ reload(DlockErr *err)
 	cache_clear();
 	if (store_load_grants(cache_grant, cache_quota, err) != 0)
 		return -1;
+	cache_publish();
 	picture = picture_new();
 	if (picture == NULL)
 	{
@@ -975,7 +1116,6 @@ static void
 execute(Slot *s, DLockTime now)
 {
 	DLmRequest	q;
-	const char *refused;
 	const Quota *quota;
 
 	memset(&q, 0, sizeof(q));
@@ -1004,24 +1144,10 @@ execute(Slot *s, DLockTime now)
 		dlock_set_err(&s->perr, DLOCK_ER_UNKNOWN, "%s: out of memory", s->call.fn);
 		return;
 	}
+	/* the namespace was checked by the caller (mgr_namespace_check) */
 	if (q.op == DLOCK_OP_ACQUIRE || q.op == DLOCK_OP_TRY ||
 		q.op == DLOCK_OP_ACQUIRE_ALL)
 	{
-		refused = namespace_refuses(s);
-		if (refused)
-		{
-			char		nm[80];
-
-			mark_pending(s);
-			memset(&s->pres, 0, sizeof(s->pres));
-			s->pres.status = DLOCK_STATUS_ERROR;
-			dlock_set_err(&s->perr, DLOCK_ER_ACCESS,
-					"%s: permission denied for lock \"%s\": outside the prefixes "
-					"granted to %.200s%s%.100s [42501]", s->call.fn,
-					shown(refused, nm, sizeof(nm)), s->account,
-					s->role[0] ? " and its role " : "", s->role);
-			return;
-		}
 		quota = s->admin ? NULL : quota_of(s->account);
 		if (quota)
 		{
@@ -1996,7 +2122,7 @@ int
 mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 		 DlockErr *err)
 {
-	Slot	   *s = slot_get(call->fn, err);
+	Slot	   *s;
 	/* only a call that may wait can be given up (timeout, kill) */
 	bool		may_wait = call->op == DLOCK_OP_ACQUIRE ||
 		call->op == DLOCK_OP_ACQUIRE_ALL || call->op == DLOCK_OP_CONVERT;
@@ -2005,7 +2131,13 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 	bool		registered;
 	int			rc = 0;
 
-	if (s == NULL)
+	/* names outside the caller's namespace never reach the lock manager */
+	if ((call->op == DLOCK_OP_ACQUIRE || call->op == DLOCK_OP_TRY ||
+		 call->op == DLOCK_OP_ACQUIRE_ALL) &&
+		mgr_namespace_check(call->fn, who, call->names, call->name_lens,
+							call->nnames, err) != 0)
+		return -1;
+	if ((s = slot_get(call->fn, err)) == NULL)
 		return -1;
 	if (slot_copy(s, call, err) != 0)
 	{
@@ -2016,7 +2148,6 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 	}
 	s->conn_id = who->conn_id;
 	snprintf(s->account, sizeof(s->account), "%.*s", (int) who->account_len, who->account);
-	snprintf(s->role, sizeof(s->role), "%.*s", (int) who->role_len, who->role);
 	s->admin = (who->access & DLOCK_ACCESS_ADMIN) != 0;
 	s->timeout_at = 0;
 	clock_gettime(CLOCK_MONOTONIC, &start);
@@ -2177,6 +2308,8 @@ reload_caches(void)
 	cache_clear();
 	if (store_load_grants(cache_grant, cache_quota, &e) != 0)
 		fprintf(stderr, "dlock: cannot read dlock.grants and dlock.quotas: %s\n", e.msg);
+	else
+		cache_publish();
 }
 
 static void

@@ -14,6 +14,7 @@
 #define DLOCK_MGR_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,7 +75,8 @@ typedef struct MgrCond
 	void	   *psi;
 } MgrCond;
 
-typedef struct DlockCaller
+typedef struct DlockCaller DlockCaller;
+struct DlockCaller
 {
 	unsigned long long conn_id; /* CONNECTION_ID() of the caller */
 	int			(*killed) (void *arg);	/* nonzero once KILL QUERY/KILL hit it */
@@ -85,9 +87,9 @@ typedef struct DlockCaller
 	int			access;			/* DLOCK_ACCESS_* bits */
 	char		account[DLOCK_MAX_ACCOUNT_LEN + 1]; /* CURRENT_USER() */
 	size_t		account_len;
-	char		role[DLOCK_MAX_ACCOUNT_LEN + 1];	/* CURRENT_ROLE(), or "" */
-	size_t		role_len;
-} DlockCaller;
+	/* whether a role is granted to the account, directly or through roles */
+	bool		(*role_granted) (const DlockCaller *who, const char *role);
+};
 
 /* One request of a lock function, already validated by the UDF layer. */
 typedef struct DlockCall
@@ -175,6 +177,20 @@ extern void mgr_stats_reset(void);
 
 /* Read the tables again after this batch (they were replaced). */
 extern int	mgr_reload(const char *fn, DlockErr *err);
+
+/*
+ * Namespaces: whether the caller may lock (or look at) these names; 0, or
+ * -1 with err (1370 ... [42501]) naming the first name refused.  An account
+ * is bound by the grants to itself and to every role granted to it,
+ * whichever role is active; dlock_admin is never bound.  Runs in the
+ * caller's thread.
+ */
+extern int	mgr_namespace_check(const char *fn, const DlockCaller *who,
+								const char *const *names, const size_t *lens,
+								int nnames, DlockErr *err);
+
+/* dlock_user, dlock_monitor, dlock_admin: rights, never a tenant (no grantee). */
+extern bool mgr_capability_role(const char *name, size_t len);
 
 /* Namespace grants and quotas: written, and the manager's caches updated. */
 extern int	mgr_grant(const char *fn, const char *grantee, size_t glen,

@@ -86,6 +86,9 @@ typedef void (*default_definer_fn) (void *thd, ServerLexUser *out, _Bool role);
 /* is_acl_user(const char *host, const char *user): the account exists, or
  * with an empty host the role */
 typedef _Bool (*is_acl_user_fn) (const char *host, const char *user);
+/* check_role_is_granted(const char *user, const char *host, const char *role):
+ * the role is granted to the account user@host, directly or through roles */
+typedef _Bool (*role_granted_fn) (const char *user, const char *host, const char *role);
 
 /* thd_enter_cond(THD*, mysql_cond_t*, mysql_mutex_t*, const PSI_stage_info*,
  * PSI_stage_info *old, func, file, line): a KILL of the thread broadcasts the
@@ -104,6 +107,7 @@ typedef void (*exit_cond_fn) (void *thd, const void *stage,
 	"_Z20check_routine_accessP3THD11privilege_tPK25st_mysql_const_lex_stringS4_PK10Sp_handlerb"
 #define SYM_DEFAULT_DEFINER "_Z19get_default_definerP3THDP8LEX_USERb"
 #define SYM_IS_ACL_USER "_Z11is_acl_userPKcS0_"
+#define SYM_ROLE_GRANTED "_Z21check_role_is_grantedPKcS0_S0_"
 #define SERVER_EXECUTE_ACL (1ULL << 18)	/* privilege.h */
 
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
@@ -118,6 +122,7 @@ static const char *h_server_version;
 static routine_access_fn h_routine_access;
 static default_definer_fn h_default_definer;
 static is_acl_user_fn h_is_acl_user;
+static role_granted_fn h_role_granted;
 static const void *h_sp_handler_procedure;
 static char hooks_missing[128];
 
@@ -133,6 +138,7 @@ hooks_init(void)
 	h_routine_access = (routine_access_fn) dlsym(RTLD_DEFAULT, SYM_ROUTINE_ACCESS);
 	h_default_definer = (default_definer_fn) dlsym(RTLD_DEFAULT, SYM_DEFAULT_DEFINER);
 	h_is_acl_user = (is_acl_user_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER);
+	h_role_granted = (role_granted_fn) dlsym(RTLD_DEFAULT, SYM_ROLE_GRANTED);
 	h_sp_handler_procedure = dlsym(RTLD_DEFAULT, "sp_handler_procedure");
 	h_enter_cond = (enter_cond_fn) dlsym(RTLD_DEFAULT, SYM_ENTER_COND);
 	h_exit_cond = (exit_cond_fn) dlsym(RTLD_DEFAULT, SYM_EXIT_COND);
@@ -141,7 +147,7 @@ hooks_init(void)
 
 	if (!h_current_thd || !h_thread_id || !h_kill_level || !h_printf_error ||
 		!h_routine_access || !h_default_definer || !h_is_acl_user ||
-		!h_sp_handler_procedure)
+		!h_role_granted || !h_sp_handler_procedure)
 		snprintf(hooks_missing, sizeof(hooks_missing),
 				 "this server does not export %s",
 				 !h_current_thd ? "_current_thd" :
@@ -150,7 +156,8 @@ hooks_init(void)
 				 !h_printf_error ? "my_printf_error" :
 				 !h_routine_access ? "check_routine_access" :
 				 !h_default_definer ? "get_default_definer" :
-				 !h_is_acl_user ? "is_acl_user" : "sp_handler_procedure");
+				 !h_is_acl_user ? "is_acl_user" :
+				 !h_role_granted ? "check_role_is_granted" : "sp_handler_procedure");
 }
 
 /* ------------------------------------------------------------------------
@@ -348,10 +355,7 @@ caller_access(void *thd, int wanted)
 	return bits;
 }
 
-/*
- * The caller's account as CURRENT_USER() shows it, user@host, and its
- * active role as CURRENT_ROLE() does ("" when none).
- */
+/* The caller's account as CURRENT_USER() shows it, user@host. */
 static void
 caller_account(void *thd, DlockCaller *who)
 {
@@ -369,16 +373,24 @@ caller_account(void *thd, DlockCaller *who)
 		n = 0;
 	who->account_len = (size_t) n < sizeof(who->account) ?
 		(size_t) n : sizeof(who->account) - 1;
+}
 
-	memset(&u, 0, sizeof(u));
-	h_default_definer(thd, &u, 1);
-	n = snprintf(who->role, sizeof(who->role), "%.*s",
-				 (int) (u.user.str ? u.user.length : 0),
-				 u.user.str ? u.user.str : "");
-	if (n < 0)
-		n = 0;
-	who->role_len = (size_t) n < sizeof(who->role) ?
-		(size_t) n : sizeof(who->role) - 1;
+/*
+ * Whether a role is granted to the caller's account, directly or through
+ * other roles, active or not (the server's ACL, as SET ROLE sees it).
+ * The namespace rule asks it: a role the account could make active binds
+ * it whatever role is active now.
+ */
+static bool
+caller_role_granted(const DlockCaller *who, const char *role)
+{
+	char		user[DLOCK_MAX_ACCOUNT_LEN + 1];
+	const char *at = memrchr(who->account, '@', who->account_len);
+
+	if (at == NULL)
+		return false;
+	snprintf(user, sizeof(user), "%.*s", (int) (at - who->account), who->account);
+	return h_role_granted(user, at + 1, role);
 }
 
 /* Fills *who; access holds the bits of 'wanted' the caller has. */
@@ -393,6 +405,7 @@ caller(DlockCaller *who, int wanted)
 	who->wait_enter = h_enter_cond ? caller_wait_enter : NULL;
 	who->wait_exit = h_exit_cond ? caller_wait_exit : NULL;
 	who->access = caller_access(thd, wanted);
+	who->role_granted = caller_role_granted;
 	caller_account(thd, who);
 }
 
@@ -1928,6 +1941,16 @@ grant_common(UDF_ARGS *args, int revoke, char *is_null, char *error)
 	{
 		fail(error, is_null, DLOCK_ER_ARGS,
 			 "%s: grantee must be an account (user@host) or a role%s", fn, "");
+		return 0;
+	}
+	if (!revoke && mgr_capability_role(g, glen))
+	{
+		char		role[16];
+
+		snprintf(role, sizeof(role), "%.*s", (int) glen, g);
+		fail(error, is_null, DLOCK_ER_ARGS,
+			 "%s: %s grants rights and is no tenant: bind the tenant's own "
+			 "account or role", fn, role);
 		return 0;
 	}
 	/* a revoke may name a grantee dropped since */

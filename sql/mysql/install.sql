@@ -134,8 +134,10 @@ CREATE TABLE IF NOT EXISTS dlock.counter (
 ) ENGINE=InnoDB;
 
 -- Namespaces: once a grant names an account (user@host as CURRENT_USER()
--- shows it) or its active role, that caller may lock only the names under
--- its prefixes.  A path prefix ('/a', or '/' for every path) covers the
+-- shows it) or a role granted to it (directly or through other roles,
+-- active or not), that account may lock only the names under the prefixes
+-- of those grants.  dlock_user, dlock_monitor and dlock_admin are no
+-- tenant: a row naming one of them binds nobody.  A path prefix ('/a', or '/' for every path) covers the
 -- path and the paths below it, segment by segment; a flat prefix covers
 -- the flat names that start with it, byte by byte.  Changed through
 -- dlock_grant() / dlock_revoke().
