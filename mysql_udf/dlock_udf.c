@@ -1682,7 +1682,10 @@ look_available(const DLockManager *m, void *arg)
 	lk->number = l->capacity - l->permits_held;
 }
 
-/* Set up a look at one name; 0 or raises. */
+/*
+ * Set up a look at one name; 0 or raises.  The names outside the caller's
+ * grants are refused as the functions that take locks refuse them.
+ */
 static int
 look_begin(UDF_ARGS *args, const char *fn, Look *lk, DlockCaller *who,
 		   char *error, char *is_null)
@@ -1691,10 +1694,18 @@ look_begin(UDF_ARGS *args, const char *fn, Look *lk, DlockCaller *who,
 
 	memset(lk, 0, sizeof(*lk));
 	call_init(&call, fn, 0, is_null, error);
+	DlockErr	err;
+
 	if (authorize(who, DLOCK_ACCESS_USER | DLOCK_ACCESS_MONITOR | DLOCK_ACCESS_ADMIN, fn,
 				  error, is_null) != 0 ||
 		get_name(args, 0, &call, error, is_null) != 0)
 		return -1;
+	/* a name the caller may not lock is not looked at either */
+	if (mgr_namespace_check(fn, who, call.names, call.name_lens, 1, &err) != 0)
+	{
+		report_failure(&err, error, is_null);
+		return -1;
+	}
 	memcpy(lk->name, call.names[0], call.name_lens[0]);
 	lk->name[call.name_lens[0]] = '\0';
 	lk->who = who;
