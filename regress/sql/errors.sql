@@ -131,25 +131,6 @@ SELECT dlock_release_all('kt');
 RESET dlock.max_ttl;
 RESET dlock.default_ttl;
 
--- DISCARD ALL (what poolers run between clients) ends the session's locks,
--- as it ends advisory locks; owner-keyed locks belong to their key and stay
-SELECT dlock_acquire('discard/a') > 0, dlock_acquire('discard/a') > 0, dlock_acquire('/discard/b/c', 'PR') > 0;
-SELECT dlock_acquire('discard/kept', ttl => '1 min', owner => 'kd') > 0 AS keyed;
-SELECT count(*) AS before_discard FROM dlock.locks WHERE name LIKE '%discard%';
-DISCARD ALL;
-SELECT name, owner IS NOT NULL AS keyed FROM dlock.locks WHERE name LIKE '%discard%' ORDER BY name;
--- DISCARD in a transaction block fails, and ends nothing
-SELECT dlock_acquire('discard/a') > 0;
-BEGIN;
-DISCARD ALL;
-ROLLBACK;
-SELECT count(*) AS still_held FROM dlock.locks WHERE name = 'discard/a';
--- other DISCARDs leave locks alone
-DISCARD PLANS;
-DISCARD TEMP;
-SELECT count(*) AS still_held FROM dlock.locks WHERE name = 'discard/a';
-SELECT dlock_release_all() AS released, dlock_release_all('kd') AS released_keyed;
-
 -- a lock taken in a parallel worker would belong to the worker's session
 -- and end with it: every function that takes or releases locks refuses to
 -- run during a parallel operation (a caller that lies: PARALLEL SAFE)
@@ -158,15 +139,6 @@ CREATE FUNCTION public.err_par_acquire(n text) RETURNS bigint LANGUAGE plpgsql P
 CREATE FUNCTION public.err_par_release(n text) RETURNS boolean LANGUAGE plpgsql PARALLEL SAFE
     AS $$BEGIN RETURN dlock_release(n); END$$;
 CREATE ROLE dlock_err_par IN ROLE dlock_user;
--- outcome() again: DISCARD ALL above dropped it
-CREATE FUNCTION pg_temp.outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
 SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
                        THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
                   'on', false) AS parallel;
@@ -187,3 +159,22 @@ SELECT public.err_par_release('err/par') AS released;
 SELECT count(*) AS left_behind FROM dlock.locks WHERE name = 'err/par';
 DROP FUNCTION public.err_par_acquire(text), public.err_par_release(text);
 DROP ROLE dlock_err_par;
+
+-- DISCARD ALL (what poolers run between clients) ends the session's locks,
+-- as it ends advisory locks; owner-keyed locks belong to their key and stay
+SELECT dlock_acquire('discard/a') > 0, dlock_acquire('discard/a') > 0, dlock_acquire('/discard/b/c', 'PR') > 0;
+SELECT dlock_acquire('discard/kept', ttl => '1 min', owner => 'kd') > 0 AS keyed;
+SELECT count(*) AS before_discard FROM dlock.locks WHERE name LIKE '%discard%';
+DISCARD ALL;
+SELECT name, owner IS NOT NULL AS keyed FROM dlock.locks WHERE name LIKE '%discard%' ORDER BY name;
+-- DISCARD in a transaction block fails, and ends nothing
+SELECT dlock_acquire('discard/a') > 0;
+BEGIN;
+DISCARD ALL;
+ROLLBACK;
+SELECT count(*) AS still_held FROM dlock.locks WHERE name = 'discard/a';
+-- other DISCARDs leave locks alone
+DISCARD PLANS;
+DISCARD TEMP;
+SELECT count(*) AS still_held FROM dlock.locks WHERE name = 'discard/a';
+SELECT dlock_release_all() AS released, dlock_release_all('kd') AS released_keyed;
