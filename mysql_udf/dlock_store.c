@@ -60,12 +60,30 @@ enum
 	Q_KEYED_SWAP,
 	Q_ROLE,
 	Q_COUNTER_BUMP,
+	Q_LOCKS_ALL,
+	Q_LOCKS_OF,
 	NQ
 };
 
 #define HELD_COLS \
 	"token, name, owner, conn_id, session_start, mode, `count`, granted_us, " \
 	"expires_us, ttl_us, implied, account, kept, capacity, permits, value"
+/*
+ * The rows of the view dlock.locks, before anyone's visibility: holders,
+ * then waiting parts with their 1-based place in the queue of their name
+ * (conversions first, then by ticket; counted over every waiting part).
+ */
+#define LOCKS_READ \
+	"SELECT name, owner, account, value, mode, capacity, 1 AS granted, " \
+	"NULL AS position, conn_id, token, `count`, granted_us AS since_us, " \
+	"expires_us, NULL AS timeout_us, 0 AS conversion, implied, permits " \
+	"FROM dlock.held " \
+	"UNION ALL " \
+	"SELECT name, owner, account, value, mode, capacity, 0, " \
+	"ROW_NUMBER() OVER (PARTITION BY name ORDER BY conversion DESC, ticket), " \
+	"IF(kept_until_us IS NULL, conn_id, NULL), ticket, NULL, since_us, kept_until_us, " \
+	"timeout_us, conversion, implied, permits FROM dlock.queue"
+#define LOCKS_TYPES "ssssiiiiiiiiiiiii"
 #define QUEUE_COLS \
 	"ticket, name, owner, conn_id, session_start, mode, since_us, timeout_us, " \
 	"ttl_us, conversion, implied, account, keep, kept_until_us, request, " \
@@ -147,6 +165,8 @@ static const char *const Q[NQ] = {
 	/* a change the semi-synchronous replica must acknowledge (store_sync) */
 	[Q_COUNTER_BUMP] =
 	"UPDATE dlock.counter SET hi = hi + 1 WHERE id = 1",
+	[Q_LOCKS_ALL] = LOCKS_READ,
+	[Q_LOCKS_OF] = "SELECT * FROM (" LOCKS_READ ") l WHERE account = ?",
 };
 
 static MYSQL *conn;
@@ -924,6 +944,57 @@ store_load_grants(StoreGrantFn grant_fn, StoreQuotaFn quota_fn, DlockErr *err)
 	if (mysql_commit(conn) != 0)
 	{
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(conn));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The rows of dlock.locks, every account's or one account's, to fn - read
+ * on the store connection (the manager thread's), so that what the view
+ * shows comes from the plugin, never from a query of the caller's.
+ */
+int
+store_read_locks(const char *account, size_t alen, StoreLockRowFn fn, void *arg,
+				 DlockErr *err)
+{
+	static Cols c;
+	Param		p = {.s = account, .len = (unsigned long) alen};
+	MYSQL_STMT *st;
+	int			f;
+
+	if (conn == NULL && store_open(err) != 0)
+		return -1;
+	st = account ? query(Q_LOCKS_OF, &p, 1, &c, LOCKS_TYPES, err) :
+		query(Q_LOCKS_ALL, NULL, 0, &c, LOCKS_TYPES, err);
+	if (st == NULL)
+	{
+		store_close();			/* the next batch opens a new one */
+		return -1;
+	}
+	while ((f = fetch(st, &c, LOCKS_TYPES, err)) == 1)
+	{
+		StoreLockRow r;
+
+		memset(&r, 0, sizeof(r));
+		r.name = c.s[0];
+		r.name_len = c.len[0];
+		r.owner = c.null[1] ? NULL : c.s[1];
+		r.owner_len = c.null[1] ? 0 : c.len[1];
+		r.account = c.s[2];
+		r.account_len = c.len[2];
+		r.value = c.null[3] ? NULL : c.s[3];
+		r.value_len = c.null[3] ? 0 : c.len[3];
+		for (int k = 4; k < 17; k++)
+		{
+			r.ints[k - 4] = c.i[k];
+			r.nulls[k - 4] = c.null[k];
+		}
+		fn(arg, &r);
+	}
+	if (f < 0)
+	{
+		store_close();
 		return -1;
 	}
 	return 0;

@@ -109,4 +109,51 @@ typedef void (*StoreQuotaFn) (const char *account, size_t alen,
 extern int	store_load_grants(StoreGrantFn grant_fn, StoreQuotaFn quota_fn,
 							  DlockErr *err);
 
+/*
+ * One row of dlock.locks as the store has it: strings are bytes (not
+ * NUL-terminated beyond len), the integers in the order of StoreLockCol,
+ * each with its NULL flag.
+ */
+typedef enum StoreLockCol
+{
+	SL_MODE,
+	SL_CAPACITY,				/* NULL: a lock */
+	SL_GRANTED,
+	SL_POSITION,				/* waiters */
+	SL_CONN_ID,					/* NULL: a kept place no call waits for */
+	SL_TOKEN,					/* holders: the token; waiters: the ticket */
+	SL_COUNT,					/* holders */
+	SL_SINCE_US,
+	SL_EXPIRES_US,				/* a lease's end, a kept place's end */
+	SL_TIMEOUT_US,				/* waiters */
+	SL_CONVERSION,
+	SL_IMPLIED,
+	SL_PERMITS,					/* semaphores */
+	SL_NINTS
+} StoreLockCol;
+
+typedef struct StoreLockRow
+{
+	const char *name;
+	size_t		name_len;
+	const char *owner;			/* NULL: a session's */
+	size_t		owner_len;
+	const char *account;
+	size_t		account_len;
+	const char *value;			/* NULL: none */
+	size_t		value_len;
+	long long	ints[SL_NINTS];
+	bool		nulls[SL_NINTS];
+} StoreLockRow;
+
+typedef void (*StoreLockRowFn) (void *arg, const StoreLockRow *row);
+
+/*
+ * The rows of dlock.locks before anyone's visibility: every account's
+ * (account NULL) or one account's; positions count every waiting part.
+ * Manager thread only (an inspection).  0, or -1 with err.
+ */
+extern int	store_read_locks(const char *account, size_t alen, StoreLockRowFn fn,
+							 void *arg, DlockErr *err);
+
 #endif							/* DLOCK_STORE_H */

@@ -2082,10 +2082,215 @@ dlock_set_quota(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 }
 
 /* ------------------------------------------------------------------------
+ * dlock_locks() -> the rows of the view dlock.locks the caller may see, as
+ * a JSON array (the view takes it apart with JSON_TABLE): its own
+ * account's rows with their owner keys; every row without other accounts'
+ * keys for dlock_monitor; everything for dlock_admin.  The rows are read
+ * by the lock manager from its tables and filtered here, so no condition
+ * of the caller's query ever sees a row it may not (a view over the
+ * tables with the filter in its WHERE let a caller's condition - a
+ * conversion that warns, a function with a side effect - run on every
+ * row first).
+ * ------------------------------------------------------------------------ */
+typedef struct LocksRead
+{
+	const DlockCaller *who;
+	char	   *buf;			/* the JSON array, malloc'ed */
+	size_t		len;
+	size_t		cap;
+	int			oom;
+	int			rows;
+	int			rc;
+	DlockErr	err;
+} LocksRead;
+
+static void
+json_put(LocksRead *lr, const char *s, size_t n)
+{
+	if (lr->oom)
+		return;
+	if (lr->len + n + 1 > lr->cap)
+	{
+		size_t		cap = lr->cap ? lr->cap : 4096;
+		char	   *b;
+
+		while (cap < lr->len + n + 1)
+			cap *= 2;
+		b = realloc(lr->buf, cap);
+		if (b == NULL)
+		{
+			lr->oom = 1;
+			return;
+		}
+		lr->buf = b;
+		lr->cap = cap;
+	}
+	memcpy(lr->buf + lr->len, s, n);
+	lr->len += n;
+	lr->buf[lr->len] = '\0';
+}
+
+/*
+ * "key":"text" - bytes as utf8mb4 text: a byte that does not start a
+ * valid UTF-8 character shows as '?', as CONVERT(... USING utf8mb4) does.
+ */
+static void
+json_text(LocksRead *lr, const char *key, const char *s, size_t n)
+{
+	char		esc[8];
+
+	json_put(lr, ",\"", 2);
+	json_put(lr, key, strlen(key));
+	json_put(lr, "\":\"", 3);
+	for (size_t i = 0; i < n;)
+	{
+		unsigned char c = (unsigned char) s[i];
+		size_t		k = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+
+		if (c == '"' || c == '\\')
+		{
+			esc[0] = '\\';
+			esc[1] = (char) c;
+			json_put(lr, esc, 2);
+			i++;
+		}
+		else if (c < 0x20)
+		{
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+			json_put(lr, esc, 6);
+			i++;
+		}
+		else if (c < 0x80)
+			json_put(lr, s + i++, 1);
+		else if (i + k <= n && dlock_valid_utf8(s + i, k))
+		{
+			json_put(lr, s + i, k);
+			i += k;
+		}
+		else
+		{
+			json_put(lr, "?", 1);
+			i++;
+		}
+	}
+	json_put(lr, "\"", 1);
+}
+
+static void
+json_int(LocksRead *lr, const char *key, long long v)
+{
+	char		b[48];
+	int			n = snprintf(b, sizeof(b), ",\"%s\":%lld", key, v);
+
+	json_put(lr, b, (size_t) n);
+}
+
+static void
+locks_row(void *arg, const StoreLockRow *r)
+{
+	static const char *const modes[DLOCK_NMODES] = {"NL", "CR", "CW", "shared", "PW", "exclusive"};
+	static const char *const keys[SL_NINTS] = {
+		NULL, "capacity", "granted", "position", "conn_id", "token", "count",
+		"since_us", "expires_us", "timeout_us", "conversion", "implied", "permits"
+	};
+	LocksRead  *lr = arg;
+	const DlockCaller *who = lr->who;
+	int			sees;
+	long long	mode = r->ints[SL_MODE];
+
+	/* 2: the row and its owner key; 1: the row; 0: nothing */
+	if (who->access & DLOCK_ACCESS_ADMIN)
+		sees = 2;
+	else if ((who->access & DLOCK_ACCESS_USER) && r->account_len == who->account_len &&
+			 memcmp(r->account, who->account, who->account_len) == 0)
+		sees = 2;
+	else
+		sees = (who->access & DLOCK_ACCESS_MONITOR) ? 1 : 0;
+	if (sees == 0)
+		return;
+	if (lr->rows++ > 0)
+		json_put(lr, ",", 1);
+	json_put(lr, "{", 1);
+	json_put(lr, "\"keyed\":", 8);
+	json_put(lr, r->owner ? "1" : "0", 1);
+	json_text(lr, "name", r->name, r->name_len);
+	if (!r->nulls[SL_CAPACITY])
+		json_text(lr, "mode", "semaphore", 9);
+	else if (mode >= 0 && mode < DLOCK_NMODES)
+		json_text(lr, "mode", modes[mode], strlen(modes[mode]));
+	if (r->owner && sees == 2)
+		json_text(lr, "owner", r->owner, r->owner_len);
+	json_text(lr, "account", r->account, r->account_len);
+	if (r->value)
+		json_text(lr, "value", r->value, r->value_len);
+	for (int k = SL_CAPACITY; k < SL_NINTS; k++)
+		if (!r->nulls[k])
+			json_int(lr, keys[k], r->ints[k]);
+	json_put(lr, "}", 1);
+}
+
+static void
+look_locks(const DLockManager *m, void *arg)
+{
+	LocksRead  *lr = arg;
+	const DlockCaller *who = lr->who;
+	bool		all = (who->access & (DLOCK_ACCESS_MONITOR | DLOCK_ACCESS_ADMIN)) != 0;
+
+	(void) m;
+	lr->rc = store_read_locks(all ? NULL : who->account, all ? 0 : who->account_len,
+							  locks_row, lr, &lr->err);
+}
+
+DLOCK_UDF_SETUP(dlock_locks, 0, 0, "no arguments", NULL, 4294967295UL)
+
+char *
+dlock_locks(UDF_INIT *initid, UDF_ARGS *args, char *result,
+			unsigned long *length, char *is_null, char *error)
+{
+	CallState  *cs = (CallState *) initid->ptr;
+	DlockCaller who;
+	LocksRead	lr;
+	DlockErr	err = {0};
+
+	(void) args;
+	(void) result;
+	*is_null = 0;
+	*error = 0;
+	if (authorize(&who, DLOCK_ACCESS_USER | DLOCK_ACCESS_MONITOR | DLOCK_ACCESS_ADMIN,
+				  "dlock_locks", error, is_null) != 0)
+		return NULL;
+	memset(&lr, 0, sizeof(lr));
+	lr.who = &who;
+	json_put(&lr, "[", 1);
+	if (mgr_inspect("dlock_locks", look_locks, &lr, &err) == 0 && lr.rc != 0)
+		dlock_set_err(&err, DLOCK_ER_UNKNOWN, "dlock_locks: %s", lr.err.msg);
+	if (err.code != 0)
+	{
+		free(lr.buf);
+		report_failure(&err, error, is_null);
+		return NULL;
+	}
+	json_put(&lr, "]", 1);
+	if (lr.oom)
+	{
+		free(lr.buf);
+		fail(error, is_null, DLOCK_ER_UNKNOWN, "%s: out of memory%s", "dlock_locks", "");
+		return NULL;
+	}
+	/* the caller's buffer: freed with the call state */
+	free(cs->buf);
+	cs->buf = lr.buf;
+	cs->cap = lr.cap;
+	*length = (unsigned long) lr.len;
+	return cs->buf;
+}
+
+/* ------------------------------------------------------------------------
  * dlock_sees(account) -> what the caller may see of a row of that account:
  * 2 the row and its owner key (its own account, or dlock_admin), 1 the row
- * without the key (dlock_monitor), 0 nothing.  The filter of the view
- * dlock.locks, evaluated in the caller's security context.
+ * without the key (dlock_monitor), 0 nothing.  The filter of the first
+ * dlock.locks (the objects of 1.0 that an upgrade starts from name it);
+ * install.sql drops the function.
  * ------------------------------------------------------------------------ */
 my_bool
 dlock_sees_init(UDF_INIT *initid, UDF_ARGS *args, char *message)

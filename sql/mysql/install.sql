@@ -231,7 +231,9 @@ CREATE OR REPLACE FUNCTION dlock_check               RETURNS INTEGER SONAME 'dlo
 CREATE OR REPLACE FUNCTION dlock_holder              RETURNS STRING  SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_info                RETURNS STRING  SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_new_owner           RETURNS STRING  SONAME 'dlock_udf.so';
-CREATE OR REPLACE FUNCTION dlock_sees                RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_locks               RETURNS STRING  SONAME 'dlock_udf.so';
+-- the filter of the first dlock.locks, which dlock_locks() replaced
+DROP FUNCTION IF EXISTS dlock_sees;
 CREATE OR REPLACE FUNCTION dlock_grant               RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_revoke              RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_set_quota           RETURNS INTEGER SONAME 'dlock_udf.so';
@@ -293,61 +295,41 @@ DELIMITER ;
 
 -- Holders and waiters the caller may see, waiters with their 1-based place
 -- in the queue of their name (counted over every waiting part; a wait too
--- short to have a row is not shown).  dlock_sees() decides in the
--- caller's security context: its own account's rows with their keys,
--- every row without keys for dlock_monitor, everything for dlock_admin.
--- conn_id joins information_schema.PROCESSLIST.ID (NULL for a kept place
--- no call waits for).
-CREATE OR REPLACE SQL SECURITY DEFINER VIEW dlock.locks AS
-SELECT v.name, v.mode, v.granted, v.position,
-       IF(v.sees = 2, v.owner, NULL) AS owner,
-       v.owner IS NOT NULL AS keyed,
-       v.account, v.conn_id, v.token, v.`count`, v.since, v.expires_at,
-       v.timeout_at, v.conversion, v.implied, v.permits, v.capacity, v.value
-  FROM (SELECT CONVERT(h.name USING utf8mb4)         AS name,
-               IF(h.capacity IS NULL,
-                  ELT(h.mode + 1, 'NL', 'CR', 'CW', 'shared', 'PW', 'exclusive'),
-                  'semaphore')                       AS mode,
-               TRUE                                  AS granted,
-               CAST(NULL AS UNSIGNED)                AS position,
-               CONVERT(h.owner USING utf8mb4)        AS owner,
-               CONVERT(h.account USING utf8mb4)      AS account,
-               h.conn_id                             AS conn_id,
-               h.token                               AS token,
-               h.`count`                             AS `count`,
-               FROM_UNIXTIME(h.granted_us * 0.000001) AS since,
-               FROM_UNIXTIME(h.expires_us * 0.000001) AS expires_at,
-               CAST(NULL AS DATETIME(6))             AS timeout_at,
-               FALSE                                 AS conversion,
-               h.implied                             AS implied,
-               h.permits                             AS permits,
-               h.capacity                            AS capacity,
-               CONVERT(h.value USING utf8mb4)        AS value,
-               dlock_sees(h.account)                 AS sees
-          FROM dlock.held h
-        UNION ALL
-        SELECT CONVERT(q.name USING utf8mb4),
-               IF(q.capacity IS NULL,
-                  ELT(q.mode + 1, 'NL', 'CR', 'CW', 'shared', 'PW', 'exclusive'),
-                  'semaphore'),
-               FALSE,
-               ROW_NUMBER() OVER (PARTITION BY q.name ORDER BY q.conversion DESC, q.ticket),
-               CONVERT(q.owner USING utf8mb4),
-               CONVERT(q.account USING utf8mb4),
-               IF(q.kept_until_us IS NULL, q.conn_id, NULL),
-               q.ticket,
-               NULL,
-               FROM_UNIXTIME(q.since_us * 0.000001),
-               FROM_UNIXTIME(q.kept_until_us * 0.000001),
-               FROM_UNIXTIME(q.timeout_us * 0.000001),
-               q.conversion,
-               q.implied,
-               q.permits,
-               q.capacity,
-               CONVERT(q.value USING utf8mb4),
-               dlock_sees(q.account)
-          FROM dlock.queue q) v
- WHERE v.sees > 0;
+-- short to have a row is not shown): its own account's rows with their
+-- keys, every row without other accounts' keys for dlock_monitor,
+-- everything for dlock_admin.  dlock_locks() makes the rows: the lock
+-- manager reads dlock.held and dlock.queue, and the plugin leaves out what
+-- the caller may not see before any condition of the caller's query runs
+-- (a view over the tables with the filter in its WHERE let a caller's
+-- condition - a conversion that warns, a function with a side effect -
+-- see every row).  conn_id joins information_schema.PROCESSLIST.ID (NULL
+-- for a kept place no call waits for); times in the session's time zone.
+CREATE OR REPLACE SQL SECURITY INVOKER VIEW dlock.locks AS
+SELECT l.name, l.mode, l.granted, l.position, l.owner, l.keyed, l.account,
+       l.conn_id, l.token, l.`count`,
+       FROM_UNIXTIME(l.since_us * 0.000001)   AS since,
+       FROM_UNIXTIME(l.expires_us * 0.000001) AS expires_at,
+       FROM_UNIXTIME(l.timeout_us * 0.000001) AS timeout_at,
+       l.conversion, l.implied, l.permits, l.capacity, l.value
+  FROM JSON_TABLE(dlock_locks(), '$[*]' COLUMNS (
+         name       VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$.name',
+         mode       VARCHAR(9) CHARACTER SET utf8mb4    PATH '$.mode',
+         granted    INT                                 PATH '$.granted',
+         position   BIGINT UNSIGNED                     PATH '$.position',
+         owner      VARCHAR(255) CHARACTER SET utf8mb4  PATH '$.owner',
+         keyed      INT                                 PATH '$.keyed',
+         account    VARCHAR(640) CHARACTER SET utf8mb4  PATH '$.account',
+         conn_id    BIGINT UNSIGNED                     PATH '$.conn_id',
+         token      BIGINT                              PATH '$.token',
+         `count`    INT                                 PATH '$.count',
+         since_us   BIGINT                              PATH '$.since_us',
+         expires_us BIGINT                              PATH '$.expires_us',
+         timeout_us BIGINT                              PATH '$.timeout_us',
+         conversion INT                                 PATH '$.conversion',
+         implied    INT                                 PATH '$.implied',
+         permits    INT                                 PATH '$.permits',
+         capacity   INT                                 PATH '$.capacity',
+         value      VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$.value')) AS l;
 
 -- The roles.  An account gets one with GRANT dlock_user TO 'app'@'%' and
 -- SET DEFAULT ROLE dlock_user FOR 'app'@'%' (MariaDB activates one role at
