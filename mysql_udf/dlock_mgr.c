@@ -362,6 +362,7 @@ typedef struct GrantList
 
 static pthread_rwlock_t grants_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static GrantList grants;		/* grants_lock; sorted by grantee */
+static size_t grants_any;		/* grants.n, read without the lock (atomic) */
 static GrantList loading;		/* the manager's: the next list */
 static Quota *quotas;
 static size_t nquotas, quotas_cap;
@@ -447,6 +448,7 @@ cache_publish(void)
 	pthread_rwlock_wrlock(&grants_lock);
 	old = grants;
 	grants = loading;
+	__atomic_store_n(&grants_any, grants.n, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&grants_lock);
 	loading = old;
 	grants_free(&loading);
@@ -555,7 +557,13 @@ mgr_namespace_check(const char *fn, const DlockCaller *who,
 	bool		bound = false;
 	char		nm[80];
 
-	if (who->access & DLOCK_ACCESS_ADMIN)
+	/*
+	 * No grant, no binding: nothing shared is touched (a grant published
+	 * meanwhile is a change concurrent with this call, which may come
+	 * first).
+	 */
+	if ((who->access & DLOCK_ACCESS_ADMIN) ||
+		__atomic_load_n(&grants_any, __ATOMIC_ACQUIRE) == 0)
 		return 0;
 	pthread_rwlock_rdlock(&grants_lock);
 	if (grants.n == 0)
