@@ -15,16 +15,19 @@
  * session cleaned up) may leave its writes to the next batch's commit, for
  * at most DEFER_MS.
  *
- * Locking: 'mu' protects the slots' state, the queues of submitted
- * requests, withdrawals, ended sessions and inspections, and the caches of
- * grants and quotas' generation.  The manager never holds it while it
- * talks to the store or decides.  Every call has a slot (its requester
+ * Locking: 'mu' protects the slots' state and the queues of submitted
+ * requests, withdrawals, ended sessions and inspections; 'grants_lock' the
+ * namespace grants, which callers check in their own threads
+ * (mgr_namespace_check).  The manager never holds mu while it talks to the
+ * store or decides.  Every call has a slot (its requester
  * number in the core) from submission to answer; the caller sleeps on the
  * slot's condition variable, registered with the server so that a KILL
  * wakes it at once, and looks every CLIENT_POLL_MS whether its client went
  * away (the server notices that only after the statement).
- * The picture, the account table and the caches are the manager thread's
- * alone.
+ * The picture, the account table and the quotas are the manager thread's
+ * alone.  Every second it also looks whether the sessions that hold or
+ * wait are still connected (sessions_check): a server-internal session
+ * ends without the disconnect notification.
  */
 #define _GNU_SOURCE
 #include "dlock_mgr.h"

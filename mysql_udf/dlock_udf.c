@@ -31,7 +31,11 @@
  * dlock_user, dlock_monitor and dlock_admin hold them), through
  * check_routine_access in the caller's current security context - active
  * role, SQL SECURITY DEFINER routines, global and schema grants alike - and
- * the caller's account (CURRENT_USER()) through get_default_definer.
+ * the caller's account (CURRENT_USER()) through get_default_definer.  The
+ * namespace rule asks check_role_is_granted whether a role whose grants
+ * matter is granted to the account (directly or through roles, active or
+ * not).  dlock_locks() hands the view dlock.locks only the rows the caller
+ * may see.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
