@@ -1,5 +1,5 @@
 # dlock — one entry point: build, install, run, check, bench.
-.PHONY: all deps build install check run stop ha ha-stop bench torture asan clean deb
+.PHONY: all deps build install check matrix run stop ha ha-stop bench torture asan clean deb
 
 all: build
 
@@ -18,6 +18,14 @@ install: build
 # every suite on throwaway servers; the last line is "N passed, M failed"
 check:
 	scripts/check.sh
+
+# every supported server version, from Debian's archive: PostgreSQL 15 and
+# MariaDB 10.11 here, 17 and 11.8 in a Debian 13 chroot, 18 in a sid chroot
+# (cached in $DLOCK_MATRIX_CACHE, default /var/cache/dlock-matrix); one table
+# version x suite, the last line "N passed, M failed"; QUICK=1: the builds,
+# pg_regress, the scenarios and the mysql-test suite only
+matrix:
+	scripts/matrix.sh $(if $(QUICK),--quick)
 
 # the Debian packages postgresql-15-dlock and mariadb-plugin-dlock, into deb/
 deb:
