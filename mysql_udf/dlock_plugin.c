@@ -115,7 +115,7 @@ maria_declare_plugin(dlock)
 	"dlock",
 	"dlock",
 	"Fair, leased, named locks: the lock manager and its session ends",
-	PLUGIN_LICENSE_BSD,
+	PLUGIN_LICENSE_GPL,
 	dlock_plugin_init,
 	dlock_plugin_deinit,
 	0x0100,

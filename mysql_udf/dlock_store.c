@@ -1374,7 +1374,7 @@ held_row(int kind, const DLmHolder *h)
 	p_int_or_null(&p[8], h->expires_at);
 	p_int_or_null(&p[9], h->ttl_us);
 	p_int(&p[10], h->implied);
-	p_str(&p[11], accounts_name(h->owner->role));
+	p_str(&p[11], accounts_name(h->role));
 	p_int(&p[12], h->kept);
 	if (h->lock->capacity)
 	{
@@ -1404,7 +1404,7 @@ queue_row(int kind, const DLmWaiter *w)
 	p_int_or_null(&p[8], w->ttl_us);
 	p_int(&p[9], w->holder != NULL);
 	p_int(&p[10], w->implied);
-	p_str(&p[11], accounts_name(w->owner->role));
+	p_str(&p[11], accounts_name(w->role));
 	p_int(&p[12], w->keep);
 	p_int_or_null(&p[13], w->kept_until);
 	p_int(&p[14], w->request);

@@ -1619,7 +1619,7 @@ look_holder(const DLockManager *m, void *arg)
 		if (h->implied)
 			continue;
 		if ((lk->who->access & DLOCK_ACCESS_ADMIN) ||
-			strcmp(accounts_name(h->owner->role), lk->who->account) == 0)
+			strcmp(accounts_name(h->role), lk->who->account) == 0)
 		{
 			/* the account's own (and an admin): the key, or the connection */
 			if (h->owner->key)
