@@ -49,11 +49,12 @@
 
 #include <mysql.h>				/* the server's (-I .../server): UDF_INIT, UDF_ARGS */
 
+#include "dlock_compat.h"
 #include "dlock_core.h"
 #include "dlock_mgr.h"
 #include "dlock_store.h"
 
-#define DLOCK_VERSION "1.1"
+#define DLOCK_VERSION "1.2"
 
 /* my_sys.h flag: push a warning instead of raising an error */
 #define DLOCK_ME_WARNING 2048
@@ -65,18 +66,6 @@ typedef unsigned char (*is_connected_fn) (void *thd);
 typedef void (*printf_error_fn) (unsigned int err, const char *fmt,
 								 unsigned long flags,...);
 
-/* the server's LEX_CSTRING and the start of its LEX_USER (user, host) */
-typedef struct ServerLexString
-{
-	const char *str;
-	size_t		length;
-} ServerLexString;
-typedef struct ServerLexUser
-{
-	ServerLexString user;
-	ServerLexString host;
-	void	   *rest[16];		/* room for the fields we never read */
-} ServerLexUser;
 
 /* check_routine_access(THD*, privilege_t, const LEX_CSTRING *db,
  * const LEX_CSTRING *name, const Sp_handler *, bool no_errors): true when
@@ -87,9 +76,6 @@ typedef _Bool (*routine_access_fn) (void *thd, unsigned long long want,
 									const void *sp_handler, _Bool no_errors);
 /* get_default_definer(THD*, LEX_USER*, bool role): CURRENT_USER() */
 typedef void (*default_definer_fn) (void *thd, ServerLexUser *out, _Bool role);
-/* is_acl_user(const char *host, const char *user): the account exists, or
- * with an empty host the role */
-typedef _Bool (*is_acl_user_fn) (const char *host, const char *user);
 /* check_role_is_granted(const char *user, const char *host, const char *role):
  * the role is granted to the account user@host, directly or through roles */
 typedef _Bool (*role_granted_fn) (const char *user, const char *host, const char *role);
@@ -104,15 +90,6 @@ typedef void (*enter_cond_fn) (void *thd, void *cond, void *mutex,
 typedef void (*exit_cond_fn) (void *thd, const void *stage,
 							  const char *func, const char *file, int line);
 
-#define SYM_ENTER_COND \
-	"_Z14thd_enter_condP3THDP13st_mysql_condP14st_mysql_mutexPK17PSI_stage_info_v1PS5_PKcSA_i"
-#define SYM_EXIT_COND "_Z13thd_exit_condP3THDPK17PSI_stage_info_v1PKcS5_i"
-#define SYM_ROUTINE_ACCESS \
-	"_Z20check_routine_accessP3THD11privilege_tPK25st_mysql_const_lex_stringS4_PK10Sp_handlerb"
-#define SYM_DEFAULT_DEFINER "_Z19get_default_definerP3THDP8LEX_USERb"
-#define SYM_IS_ACL_USER "_Z11is_acl_userPKcS0_"
-#define SYM_ROLE_GRANTED "_Z21check_role_is_grantedPKcS0_S0_"
-#define SERVER_EXECUTE_ACL (1ULL << 18)	/* privilege.h */
 
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 static current_thd_fn h_current_thd;
@@ -125,10 +102,11 @@ static printf_error_fn h_printf_error;
 static const char *h_server_version;
 static routine_access_fn h_routine_access;
 static default_definer_fn h_default_definer;
-static is_acl_user_fn h_is_acl_user;
+static is_acl_user_chars_fn h_is_acl_user_chars;	/* 10.11, or ... */
+static is_acl_user_lex_fn h_is_acl_user_lex;	/* ... 11.x */
 static role_granted_fn h_role_granted;
 static const void *h_sp_handler_procedure;
-static char hooks_missing[128];
+static char hooks_missing[256];
 
 static void
 hooks_init(void)
@@ -141,7 +119,8 @@ hooks_init(void)
 	h_server_version = (const char *) dlsym(RTLD_DEFAULT, "server_version");
 	h_routine_access = (routine_access_fn) dlsym(RTLD_DEFAULT, SYM_ROUTINE_ACCESS);
 	h_default_definer = (default_definer_fn) dlsym(RTLD_DEFAULT, SYM_DEFAULT_DEFINER);
-	h_is_acl_user = (is_acl_user_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER);
+	h_is_acl_user_chars = (is_acl_user_chars_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER_CHARS);
+	h_is_acl_user_lex = (is_acl_user_lex_fn) dlsym(RTLD_DEFAULT, SYM_IS_ACL_USER_LEX);
 	h_role_granted = (role_granted_fn) dlsym(RTLD_DEFAULT, SYM_ROLE_GRANTED);
 	h_sp_handler_procedure = dlsym(RTLD_DEFAULT, "sp_handler_procedure");
 	h_enter_cond = (enter_cond_fn) dlsym(RTLD_DEFAULT, SYM_ENTER_COND);
@@ -150,18 +129,32 @@ hooks_init(void)
 		h_enter_cond = NULL, h_exit_cond = NULL;
 
 	if (!h_current_thd || !h_thread_id || !h_kill_level || !h_printf_error ||
-		!h_routine_access || !h_default_definer || !h_is_acl_user ||
+		!h_routine_access || !h_default_definer ||
+		(!h_is_acl_user_chars && !h_is_acl_user_lex) ||
 		!h_role_granted || !h_sp_handler_procedure)
 		snprintf(hooks_missing, sizeof(hooks_missing),
-				 "this server does not export %s",
+				 "this server (%s) does not export %s",
+				 h_server_version ? h_server_version : "?",
 				 !h_current_thd ? "_current_thd" :
 				 !h_thread_id ? "thd_get_thread_id" :
 				 !h_kill_level ? "thd_kill_level" :
 				 !h_printf_error ? "my_printf_error" :
 				 !h_routine_access ? "check_routine_access" :
 				 !h_default_definer ? "get_default_definer" :
-				 !h_is_acl_user ? "is_acl_user" :
+				 !h_is_acl_user_chars && !h_is_acl_user_lex ? "is_acl_user" :
 				 !h_role_granted ? "check_role_is_granted" : "sp_handler_procedure");
+}
+
+/* is_acl_user in whichever form this server exports (dlock_compat.h) */
+static _Bool
+is_acl_user(const char *host, const char *user)
+{
+	ServerLexString h = {host, strlen(host)};
+	ServerLexString u = {user, strlen(user)};
+
+	if (h_is_acl_user_chars)
+		return h_is_acl_user_chars(host, user);
+	return h_is_acl_user_lex(&h, &u);
 }
 
 /* ------------------------------------------------------------------------
@@ -1922,7 +1915,7 @@ grantee_exists(const char *g, size_t glen, int accounts_only)
 	snprintf(user, sizeof(user), "%.*s", (int) (at ? (size_t) (at - g) : glen), g);
 	snprintf(host, sizeof(host), "%.*s",
 			 at ? (int) (glen - (size_t) (at - g) - 1) : 0, at ? at + 1 : "");
-	return h_is_acl_user(host, user);
+	return is_acl_user(host, user);
 }
 
 static my_bool

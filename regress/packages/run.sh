@@ -98,11 +98,11 @@ if mariadb-install-db --no-defaults --user=mysql --datadir="$DIR/my/data" \
     fi
     v=
     for _ in $(seq 50); do
-        v=$(myq "SELECT dlock_acquire('pkg', 2) > 0, dlock_release('pkg'), dlock_info() LIKE 'dlock 1.1 %'")
+        v=$(myq "SELECT dlock_acquire('pkg', 2) > 0, dlock_release('pkg'), dlock_info() LIKE 'dlock 1.2 %'")
         [ "$v" = "$(printf '1\t1\t1')" ] && break
         sleep 0.2
     done
-    check "a lock on MariaDB: acquire, release, dlock_info 1.1 ($v)" test "$v" = "$(printf '1\t1\t1')"
+    check "a lock on MariaDB: acquire, release, dlock_info 1.2 ($v)" test "$v" = "$(printf '1\t1\t1')"
 else
     cat "$DIR/my/install.log"; fail "mariadb-install-db"
 fi
