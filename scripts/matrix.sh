@@ -68,10 +68,12 @@ inside() {
     # the cluster of pg_regress and the scenarios, stopped on every exit
     # path (the other suites stop their own servers)
     RUN_PID=
-    trap '"$ROOT/scripts/pg_cluster.sh" stop "$TMP_ROW/pg" >/dev/null 2>&1; rm -rf "$TMP_ROW"' EXIT
-    # ended by make matrix (interrupted): end the running suite (timeout
+    # (a second signal must not cut this short)
+    trap 'trap "" INT TERM; "$ROOT/scripts/pg_cluster.sh" stop "$TMP_ROW/pg" >/dev/null 2>&1; rm -rf "$TMP_ROW"' EXIT
+    # interrupted, or ended by make matrix: end the running suite (timeout
     # passes the signal on), whose own traps stop its servers
-    trap '[ -n "$RUN_PID" ] && kill -TERM "$RUN_PID" 2>/dev/null; wait; exit 143' TERM
+    trap 'trap "" INT TERM; [ -n "$RUN_PID" ] && kill -TERM "$RUN_PID" 2>/dev/null; wait; exit 143' TERM
+    trap 'trap "" INT TERM; [ -n "$RUN_PID" ] && kill -TERM "$RUN_PID" 2>/dev/null; wait; exit 130' INT
 
     record() {  # cell status passed failed seconds note
         printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "${6:-}" >> "$out/results"
