@@ -637,9 +637,11 @@ echo "ok N: passed, N checks; FAIL F/T: F of T failed; -: not that database's su
 for row in "${ROWS[@]}"; do
     [ -n "${NOTE[$row]:-}" ] && echo "note: ${LABEL[$row]} (${SYSTEM[$row]}): ${NOTE[$row]}"
 done
-awk -F'\t' '$3 != "ok"' "$CELLS" | while IFS=$'\t' read -r row cell st p f s note; do
+awk -F'\t' '$3 != "ok" && $7 !~ /^not run: not selected/' "$CELLS" | while IFS=$'\t' read -r row cell st p f s note; do
     echo "failed: ${LABEL[$row]} (${SYSTEM[$row]}) $cell${note:+: $note} (log: $LOGS/$row/$cell.log)"
 done
+unselected=$(awk -F'\t' '$7 ~ /^not run: not selected/ { print $1 }' "$CELLS" | sort -u | tr '\n' ' ')
+[ -n "$unselected" ] && echo "failed: not selected (--only $ONLY), every suite counted as failed: $unselected"
 
 printf '\ntimings (s):'
 while IFS=$'\t' read -r what s; do printf ' %s %d;' "$what" "$s"; done < "$TIMES"
