@@ -140,7 +140,7 @@ inside() {
             record build ok 1 0 $LAST_SECS
         else
             built=0
-            record build FAIL 0 1 $LAST_SECS "make -C pg_ext install: exit $LAST_RC"
+            record build FAIL 0 1 $LAST_SECS "make -C pg_ext install: exit $LAST_RC; $(first_failure "$out/build.log")"
             tail -40 "$out/build.log" | sed 's/^/    | /'
         fi
         local cluster=0
@@ -196,7 +196,7 @@ inside() {
             record build ok 1 0 $LAST_SECS
         else
             built=0
-            record build FAIL 0 1 $LAST_SECS "make -C mysql_udf: exit $LAST_RC"
+            record build FAIL 0 1 $LAST_SECS "make -C mysql_udf: exit $LAST_RC; $(first_failure "$out/build.log")"
             tail -40 "$out/build.log" | sed 's/^/    | /'
         fi
         if want mysql; then
