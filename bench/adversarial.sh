@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # bench/adversarial.sh RES NAMES CROWD — section 7 of `make bench`: what one
 # role can make the lock manager pay for.  Needs the running cluster (PG*
 # variables), $DIR (scratch, with bench/collide built as $DIR/collide) and

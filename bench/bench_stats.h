@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * bench_stats.h — what the lock drivers (handoff.c, redis_lock.c) measure
  * alike: a monotonic clock, per-client wait logs, and the summary line

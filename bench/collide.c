@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * bench/collide.c — names whose hash under PostgreSQL's own unkeyed string
  * hash (hash_bytes, what dynahash uses for strings) agrees in its low BITS

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # bench/compare.sh [--quick] BEFORE AFTER — the benchmark's sections 1, 3
 # and 4 for two commits side by side, in one run on this machine: each
 # commit is built into its own private PostgreSQL copy, both throwaway

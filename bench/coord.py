@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """bench/coord.py — workload 6: dlock against ZooKeeper's fair lock, both
 driven by this one Python driver so the client costs are equal.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * handoff.c — contended hand-off driver: N clients loop acquire -> hold ->
  * release on one lock for T seconds, each on its own libpq connection (one

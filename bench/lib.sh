@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: PostgreSQL
 # bench/lib.sh — helpers shared by bench/run.sh and bench/compare.sh (sourced).
 # They use $DIR (scratch), $T (seconds per cell) and libpq's PG* variables.
 

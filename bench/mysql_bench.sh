@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # bench/mysql_bench.sh RESULTS SECONDS "CLIENTS" "WAITERS" "HOLDS" [PNG]
 #
 # Section 5 of `make bench` (bench/run.sh): the dlock MariaDB plugin against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * mysql_lock.c — the MariaDB lock driver: one client tool for dlock's UDF
  * and its MariaDB anchors, N clients (one thread and one libmariadb

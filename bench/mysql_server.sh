@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # bench/mysql_server.sh — a throwaway MariaDB with the dlock plugin, for the
 # benchmark (bench/run.sh) and the torture run (regress/torture/mysql_torture.py).
 #

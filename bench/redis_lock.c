@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * redis_lock.c — the Redis anchor: SET key token NX PX + compare-and-delete
  * (the single-instance Redlock recipe), N clients, T seconds, one hiredis

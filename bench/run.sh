@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # bench/run.sh [--quick] — `make bench`: dlock against its anchors, measured
 # in the same run on the same throwaway server (fsync on), written to
 # bench/results/<date>-<host>.md with a PNG plot.  Benchmarks never gate CI.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # clients/testenv.sh — the real servers the client libraries' tests run
 # against: a throwaway PostgreSQL 15 cluster with dlock, a pgbouncer in
 # transaction mode with 2 server connections in front of it, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_core.c
  *		Lock modes and input validation shared by both databases.

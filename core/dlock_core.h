@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_core.h
  *		Database-independent parts of dlock: lock modes, their compatibility

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_list.h
  *		Intrusive doubly-linked lists for the lock manager: O(1) insert at

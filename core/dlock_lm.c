@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_lm.c
  *		The lock manager: the picture of owners, locks, holders and waiters,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_lm.h
  *		The dlock lock manager: the picture of owners, locks, holders and

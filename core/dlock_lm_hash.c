@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_lm_hash.c
  *		The lock manager's containers (core/README section 11): SipHash-1-3,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_lm_int.h
  *		The lock manager's containers, private to core/ (dlock_lm_hash.c).

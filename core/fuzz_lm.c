@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * fuzz_lm.c
  *		The lock manager's interface fed bad input, interleaved with valid

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * model.c
  *		The reference model of the lock manager (core/README sections 1-9),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * model.h
  *		The reference model of the lock manager: core/README sections 1-9

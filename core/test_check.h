@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * test_check.h
  *		The check counter of core/'s test programs, one definition for all:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * test_core.c
  *		Unit tests of the database-independent core: the full 6x6

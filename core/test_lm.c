@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * test_lm.c
  *		Unit tests of the lock manager through its public interface

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * test_model.c
  *		Random event sequences through the lock manager (dlock_lm.c) and the

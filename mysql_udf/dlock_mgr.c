@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * dlock_mgr.c
  *		The lock manager thread of the MySQL/MariaDB plugin and the hand-over

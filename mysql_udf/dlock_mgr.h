@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * dlock_mgr.h
  *		The lock manager of the MySQL/MariaDB plugin: one thread inside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * dlock_plugin.c
  *		The server plugin in dlock_udf.so (INSTALL SONAME 'dlock_udf'): an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * dlock_store.c
  *		The lock manager thread's lock store: the dlock tables, written

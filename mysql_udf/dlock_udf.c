@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * dlock_udf.c
  *		The SQL functions of the MySQL/MariaDB plugin (UDFs): argument

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock.c
  *		Module set-up of the dlock extension: GUCs, shared memory and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock.h
  *		Shared declarations of the dlock PostgreSQL extension.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_api.c
  *		The SQL functions: argument checks, handing the request to the lock

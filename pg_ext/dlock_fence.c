@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_fence.c
  *		dlock_check(name, token): fencing inside the caller's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_grants.c
  *		Namespaces: the names a role may lock, from dlock.grants.  Checked in

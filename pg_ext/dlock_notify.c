@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*-------------------------------------------------------------------------
  * dlock_notify.c
  *		The lock manager's notifications (NOTIFY dlock_blocking,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_recovery.c
  *		Loading the lock manager's picture from the tables, at start and

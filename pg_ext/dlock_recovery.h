@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_recovery.h
  *		Loading the lock manager's picture from the tables (dlock_recovery.c).

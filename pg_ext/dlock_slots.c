@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_slots.c
  *		The worker's side of the slot protocol (dlock.h): what a batch takes

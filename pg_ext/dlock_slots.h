@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_slots.h
  *		The worker's side of the slot protocol (dlock_slots.c): taking

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_store.c
  *		The lock manager's tables: loading them at start and writing each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_store.h
  *		The lock manager's tables (dlock_store.c): the worker loads the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_worker.c
  *		The dlock lock manager process: one background worker per cluster,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: PostgreSQL
 """What every Python test script of regress/ prints: "ok   <what>" or
 "FAIL <what>: <detail>" per check, and last "<suite>: N passed, M failed"
 (scripts/check.sh counts that line; a run that ends in an exception is one

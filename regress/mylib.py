@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: PostgreSQL
 """The MariaDB connection and statement helpers of the Python test scripts
 (MySQLdb is imported at first use: a script may install it first)."""
 

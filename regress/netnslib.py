@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: PostgreSQL
 """Entering a network namespace made by scripts/netns.sh (ip netns) from
 Python: the Patroni and the MariaDB HA tests (regress/ha, regress/mysql-ha,
 regress/torture)."""

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/demo.sh start|stop — `make run` / `make stop`: a throwaway
 # PostgreSQL with dlock on a private socket and port, and a short show.
 set -eu

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/ha.sh — a throwaway three-node Patroni cluster of PostgreSQL 15 with
 # dlock, on a three-member etcd, on this one machine; optionally every node in
 # a network namespace of its own, so that tests can cut the links between them.

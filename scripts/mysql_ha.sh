@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/mysql_ha.sh — a throwaway MariaDB primary with one semi-synchronous
 # replica on loopback, both with the dlock plugin, and a scripted failover.
 #

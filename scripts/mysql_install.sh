@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/mysql_install.sh - install dlock into a running MariaDB server.
 #
 #   scripts/mysql_install.sh [mariadb client options]          (as root)

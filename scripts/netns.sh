@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: PostgreSQL
 # scripts/netns.sh — the network namespaces of the throwaway HA clusters,
 # sourced by scripts/ha.sh (Patroni) and scripts/mysql_ha.sh (MariaDB).
 #

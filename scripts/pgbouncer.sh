@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/pgbouncer.sh — a throwaway pgbouncer (Debian's) in transaction
 # mode in front of a throwaway cluster (scripts/pg_cluster.sh), for tests.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/private_pg.sh DIR — a private, relocated copy of the system's
 # PostgreSQL 15 binaries and share files under DIR, for working on dlock
 # beside another build without touching the system's pkglibdir.  Prints the

@@ -1,4 +1,5 @@
 /* sql/dlock--1.1--1.2.sql */
+-- SPDX-License-Identifier: PostgreSQL
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION dlock UPDATE TO '1.2'" to load this file. \quit

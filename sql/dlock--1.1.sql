@@ -1,4 +1,5 @@
 /* sql/dlock--1.1.sql */
+-- SPDX-License-Identifier: PostgreSQL
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION dlock" to load this file. \quit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * db_my.c
  *		The MariaDB / MySQL backend of the dlock command (libmariadb).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * db_pg.c
  *		The PostgreSQL backend of the dlock command (libpq).

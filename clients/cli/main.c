@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * main.c
  *		The dlock command: arguments, the connection target, and the short

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * run.c
  *		dlock run: take a lock, run a command under it, keep the lease alive

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # clients/cli/test.sh — the dlock command against real servers: a throwaway
 # PostgreSQL with dlock (and its pgbouncer) and a throwaway MariaDB with the
 # plugin (clients/testenv.sh, ports PG 5581, pgbouncer 6581, MariaDB 3481).

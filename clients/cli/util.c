@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * util.c
  *		Small helpers of the dlock command: durations, owner keys, the

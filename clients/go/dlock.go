@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: PostgreSQL
+
 // Package dlock is the Go client of dlock: fair, leased, named distributed
 // locks in plain SQL, on PostgreSQL (the dlock extension) and MariaDB (the
 // dlock UDF plugin), over a *sql.DB pool.

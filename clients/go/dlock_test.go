@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: PostgreSQL
 package dlock
 
 // Tests against real servers (clients/testenv.sh, started by test.sh):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # clients/go/test.sh — the Go client's tests against real servers:
 # PostgreSQL 15 with dlock (through pgx and lib/pq), pgbouncer in transaction
 # mode with 2 server connections, MariaDB with the dlock plugin

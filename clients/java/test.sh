@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # clients/java/test.sh — the Java client's tests (JUnit 5, Debian's junit5)
 # against real servers (clients/testenv.sh): PostgreSQL through pgjdbc,
 # MariaDB through MariaDB Connector/J, pgbouncer in transaction mode with 2

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # clients/python/test.sh — the Python client's tests (test_dlock.py) on real
 # servers: a throwaway PostgreSQL with dlock, pgbouncer in transaction mode
 # with 2 server connections, and a throwaway MariaDB with the plugin

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """The Python client against real servers (clients/python/test.sh starts them).
 
 Each check prints "ok   <what>" or "FAIL <what>: <why>"; the last line is

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """dlock.stats through a real prometheus-postgres-exporter (Debian's).
 
 Starts a throwaway cluster with dlock (scripts/pg_cluster.sh, port

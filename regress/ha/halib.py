@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: PostgreSQL
 """The Patroni cluster of scripts/ha.sh, seen from a test: its nodes, who
 leads, kills and network cuts, and connections made from inside a client's
 network namespace.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """dlock on a Patroni cluster (scripts/ha.sh, three nodes, etcd, strict
 synchronous mode), each node in a network namespace of its own and clients
 in theirs.  The quick checks of `make check`:

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """dlock on a MariaDB primary with a semi-synchronous replica (scripts/mysql_ha.sh).
 
 A primary (node 0) and its replica (node 1) on loopback, ports

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # regress/packages/run.sh — the Debian packages (make deb) installed on this
 # machine: postgresql-15-dlock and mariadb-plugin-dlock are built, installed
 # with dpkg -i, used in a fresh PostgreSQL cluster (CREATE EXTENSION, a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """dlock's pooled clients through a real pgbouncer (regress/pgbouncer).
 
 Started by run.sh with a throwaway cluster and a pgbouncer in transaction

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # regress/pgbouncer/run.sh — dlock through a real pgbouncer in transaction
 # mode with 2 server connections (Debian's /usr/sbin/pgbouncer).
 #

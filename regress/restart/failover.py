@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """A grant is acknowledged only once a synchronous standby has it.
 
 A primary with a synchronous standby (synchronous_commit = remote_apply):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: PostgreSQL
 """Helpers shared by the restart suite's Python checks (races.py, failover.py, stuck.py)."""
 import time
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """Races between a request's answer and its withdrawal, made deterministic by
 stopping processes (SIGSTOP/SIGCONT) at the right moment.  Each once left a
 lock granted to a session whose client had been told otherwise: the first

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # regress/restart/run.sh — what survives a restart and a crash.
 #
 #   immediate restart: leases keep token and expiry; session locks and queue

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """A lock manager that is alive but does not answer, and settings that a
 database owner can impose on it.  Each check once failed:
 

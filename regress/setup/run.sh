@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # regress/setup/run.sh — dlock when it is not set up right: not preloaded,
 # the worker unable to start, the extension created in the wrong database.
 # Each case must fail at once with its documented SQLSTATE, never hang.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- Administration: dlock_force_release and dlock_force_release_all break a
 -- stuck lock; the holder's next renew or release fails with DL001 and the
 -- reason; a new grant forgets it; dlock_admin only; a reason is required.

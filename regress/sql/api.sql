@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- The SQL API in one session: acquire, re-entrancy, release, try-acquire,
 -- modes, leases and renew, release_all.  Tokens differ between runs, so
 -- they are compared, never printed.

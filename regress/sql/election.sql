@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- Leader election: dlock_campaign, dlock_proclaim, dlock_leader and every
 -- error (the failover by lease expiry with NOTIFY is in
 -- regress/scenarios/leader.scen).  Owner keys stand for several nodes.

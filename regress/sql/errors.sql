@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- Bad input: a clear error with a proper SQLSTATE, and nothing disturbed.
 
 -- report 'SQLSTATE: message' of a statement, or 'ok'

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- dlock_check(name, token): fencing inside the caller's own transaction,
 -- and dlock_holder(name).
 SELECT dlock_acquire('fence/a') AS t \gset

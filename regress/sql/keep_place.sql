@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- keep_place: a request of an owner key that stays in line when its call
 -- stops waiting, for the owner's next call (the multi-session behaviour is
 -- in regress/scenarios/keep_place.scen).

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- The six DLM modes: all 36 pairs of the compatibility matrix, each asserted
 -- by letting one owner key hold a mode and another try the second mode.
 

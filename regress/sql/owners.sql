@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- Owner keys: locks that belong to a key, not to the session, always with
 -- a lease; the view and its join with pg_stat_activity.
 

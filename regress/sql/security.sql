@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- Rights: nothing is granted to PUBLIC; dlock_user locks, dlock_monitor
 -- reads the view, dlock_admin does both and sees owner keys.  Each attack is
 -- replayed as an ordinary role and must fail with 42501.

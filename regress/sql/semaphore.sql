@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- Counting semaphores: dlock_semaphore, dlock_try_semaphore,
 -- dlock_semaphore_available, and every error (the waits are in
 -- regress/scenarios/semaphore.scen).  Owner keys stand for several owners.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- A grant is given back when the (sub)transaction of the call that took it
 -- rolls back, whatever rolls it back; once it commits, the lock is held
 -- until released.  Releases are not undone.

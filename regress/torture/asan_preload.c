@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*
  * asan_preload.c
  *		Preloaded after libasan into an uninstrumented postgres, so that the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """Randomized API fuzzer for dlock.
 
 Calls every dlock function with random, mostly bad arguments: NULLs, empty

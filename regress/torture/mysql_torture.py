@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """Torture run for the dlock MariaDB plugin: many client processes, random
 operations, random faults, and a fencing-checked guarded resource, on one
 throwaway MariaDB (bench/mysql_server.sh, innodb_flush_log_at_trx_commit=1).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # regress/torture/run.sh [--quick] [--ha-only | --no-ha] [--no-patroni] —
 # `make torture`: the API fuzzer, then the torture harness in crash mode (one
 # cluster: kills, crashes, immediate restarts), then in HA mode (a primary

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # regress/torture/sanitize.sh — `make asan`: the PostgreSQL suites against
 # dlock built with AddressSanitizer and UndefinedBehaviorSanitizer
 # (-fsanitize=address,undefined -fno-sanitize-recover=all), failing on any

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """Torture run for dlock: many clients, random operations, random faults
 (crashes and failover included), fencing-checked guarded resources, and
 invariants after quiescence.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """install.sql run again over the previous version keeps every lock (MariaDB).
 
 A throwaway MariaDB with the current plugin (bench/mysql_server.sh, port

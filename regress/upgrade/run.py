@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """ALTER EXTENSION dlock UPDATE keeps every lock (regress/upgrade).
 
 A throwaway cluster (scripts/pg_cluster.sh, port UPGRADE_PORT, 5591) gets

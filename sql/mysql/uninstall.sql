@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- sql/mysql/uninstall.sql
 --
 -- Removes dlock from a MariaDB server: the functions, the plugin (its lock

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: PostgreSQL
 """dlock for Python: hold a dlock lease safely.
 
     with dlock.lock(pool, "orders/42", ttl=30, timeout=5) as held:

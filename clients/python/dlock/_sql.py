@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: PostgreSQL
 """The statements and errors of each database, in one place.
 
 Every statement takes its values as parameters (the drivers' %s

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: PostgreSQL
 """What a holder does, written once for threads and for asyncio.
 
 The steps are generators that yield operations — a database call or a

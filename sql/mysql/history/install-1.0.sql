@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: PostgreSQL
 -- sql/mysql/install.sql
 --
 -- Installs dlock into a MariaDB (10.11) server: the lock-store schema

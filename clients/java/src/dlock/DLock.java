@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: PostgreSQL
 package dlock;
 
 import java.security.SecureRandom;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: PostgreSQL
 package dlock;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
