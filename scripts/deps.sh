@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/deps.sh — install the Debian packages the build and tests need,
 # only those missing (apt-get update once, only if something is missing).
 # The PostgreSQL major version is $DLOCK_PG_MAJOR, else that of $PG_CONFIG

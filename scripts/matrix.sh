@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/matrix.sh [--quick] [--only ROW,...] — `make matrix`: build and test
 # dlock on every supported server version, from Debian's archive only.
 #

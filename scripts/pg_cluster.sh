@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/pg_cluster.sh — a throwaway PostgreSQL cluster with dlock, run with
 # the binaries of $PGBIN, else of $PG_CONFIG's --bindir, else of pg_config's
 # (PostgreSQL 15 to 18: `make matrix` runs it in Debian 13 and sid too).

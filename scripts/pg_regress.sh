@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/pg_regress.sh OUTDIR [TEST...] — the pg_regress suite (regress/sql)
 # against a running cluster with dlock, and its count, for `make check` and
 # `make matrix` alike.
