@@ -376,7 +376,6 @@ DROP ROLE dlock_sec_ta, dlock_sec_tb;
 CREATE ROLE dlock_sec_m IN ROLE dlock_user;
 SELECT dlock_grant('m-', 'dlock_sec_m') AS granted;
 SELECT dlock_set_quota('dlock_sec_m', 10, 5);
-GRANT dlock_admin TO dlock_sec_admin;
 SET ROLE dlock_sec_m;
 SELECT dlock_sec.outcome($$SELECT dlock_acquire('b-victim', timeout => '1 s')$$) AS own_role;
 SET ROLE dlock_user;
