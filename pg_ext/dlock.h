@@ -7,8 +7,13 @@
  * PGPROC (indexed by pgprocno) in shared memory.  A backend has at most one
  * request outstanding, so its slot is a one-place mailbox:
  *
- *	FREE --backend--> SUBMITTED --worker--> ACCEPTED --worker--> DONE
- *	DONE --backend--> FREE
+ *	FREE --backend--> SUBMITTED --worker--> ACCEPTED --worker--> STAGED
+ *	STAGED --worker--> DONE --backend--> FREE
+ *
+ * A STAGED answer is committed but not yet confirmed by a synchronous
+ * standby; the backend does not take it.  A worker that ends then leaves
+ * it to its successor, which makes it DONE once a standby has everything
+ * it loaded: a request decided and committed is never decided again.
  *
  * A backend whose wait must end while the worker does not answer (it is
  * stuck in an error loop, or its commit waits for a synchronous standby
@@ -60,6 +65,7 @@ typedef enum DLockSlotState
 	DLOCK_SLOT_FREE = 0,
 	DLOCK_SLOT_SUBMITTED,
 	DLOCK_SLOT_ACCEPTED,
+	DLOCK_SLOT_STAGED,
 	DLOCK_SLOT_DONE
 } DLockSlotState;
 
@@ -218,6 +224,5 @@ extern void dlock_quotas_of(Oid user, DLockQuotas *quotas);
 
 /* dlock_worker.c */
 extern PGDLLEXPORT void dlock_worker_main(Datum main_arg);
-extern bool dlock_await_standby(XLogRecPtr upto);
 
 #endif							/* DLOCK_H */

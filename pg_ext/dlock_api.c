@@ -292,15 +292,18 @@ abandon(DLockSlot *slot, DLockReply *reply)
 	if (take_reply(slot, reply))
 		return true;
 	SpinLockAcquire(&slot->mutex);
-	pending = slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED;
+	pending = slot->state == DLOCK_SLOT_SUBMITTED || slot->state == DLOCK_SLOT_ACCEPTED ||
+		slot->state == DLOCK_SLOT_STAGED;
 	if (pending)
 	{
 		/*
 		 * A wait is withdrawn; a release or renewal is still carried out
 		 * (the undo of a grant is one: withdrawn, it would leave the lock
-		 * held by a session that was told otherwise).
+		 * held by a session that was told otherwise).  A staged answer is
+		 * decided already: a grant in it is undone by the next call.
 		 */
-		if (dlock_op_grants(slot->op) || slot->op == DLOCK_OP_CONVERT)
+		if ((dlock_op_grants(slot->op) || slot->op == DLOCK_OP_CONVERT) &&
+			slot->state != DLOCK_SLOT_STAGED)
 			slot->cancel = true;
 		slot->abandoned = true;
 	}

@@ -24,6 +24,7 @@
 #include "utils/builtins.h"
 
 #include "dlock.h"
+#include "dlock_compat.h"
 
 PG_FUNCTION_INFO_V1(dlock_notify_key);
 

@@ -133,11 +133,15 @@ session_alive(void *arg, int32_t pid, int64_t session_start)
  *		restart grace after a server restart.  Requests still waiting in
  *		slots, or being decided when the last batch failed, are submitted
  *		again: the next batch takes them in their old submission order, so
- *		they queue again in their old order, with new tickets.  Returns
+ *		they queue again in their old order, with new tickets.  Answers a
+ *		predecessor committed and staged are staged for this worker to
+ *		release, not decided again.  *confirm_upto: what a synchronous
+ *		standby must confirm first (the picture may hold what a predecessor
+ *		committed but never answered).  Returns
  *		NULL if the extension is not installed in this database.
  */
 DLockManager *
-reload(void)
+reload(XLogRecPtr *confirm_upto)
 {
 	TimestampTz now;
 	bool		fresh;
@@ -149,6 +153,7 @@ reload(void)
 
 	MemoryContextSwitchTo(slots_batch_begin(false));
 	dlock_store_begin();
+	*confirm_upto = InvalidXLogRecPtr;
 	if (!dlock_store_installed())
 	{
 		(void) dlock_store_commit(true);
@@ -193,19 +198,14 @@ reload(void)
 	}
 	slots_scan_all();			/* the resubmitted are marked by nobody */
 
-	/*
-	 * The picture may hold what a predecessor committed but never answered
-	 * because no standby confirmed it: nothing is answered from it before
-	 * a standby has everything that was committed when it was read.  If
-	 * the setting no longer names a standby, nothing more is required.
-	 */
+	/* everything committed when the picture was read */
 	loaded_upto = GetXLogInsertRecPtr();
 	dlock_store_batch(lm);
 	upto = dlock_store_commit(true);
-	if (dlock_store_standby_waits())
-		(void) dlock_await_standby(Max(upto, loaded_upto));
+	*confirm_upto = dlock_store_standby_waits() ? Max(upto, loaded_upto) : InvalidXLogRecPtr;
 	dlm_settle(lm);
-	slots_publish(lm);
+	slots_stage(lm);
+	slots_adopt_staged();		/* a predecessor's answers: decided, not yet released */
 	MemoryContextSwitchTo(TopMemoryContext);
 
 	SpinLockAcquire(&dlock_shared->mutex);

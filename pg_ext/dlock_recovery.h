@@ -8,10 +8,12 @@
 #ifndef DLOCK_RECOVERY_H
 #define DLOCK_RECOVERY_H
 
+#include "access/xlogdefs.h"
+
 #include "dlock.h"
 
 /* A lock manager loaded from the tables; NULL if dlock is not installed. */
-extern DLockManager *reload(void);
+extern DLockManager *reload(XLogRecPtr *confirm_upto);
 
 /*
  * After a failed batch: roll back and fail the request taken alone, if

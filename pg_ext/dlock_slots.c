@@ -7,9 +7,10 @@
  *
  * Interface: see dlock_slots.h.
  *
- * An answer reaches a slot only in slots_publish, after the batch that
- * decided it has committed: a backend never learns of a grant the tables
- * could still lose.
+ * An answer reaches a slot only in slots_stage, after the batch that
+ * decided it has committed, and its backend only in slots_release_staged,
+ * once a synchronous standby has confirmed that commit: a backend never
+ * learns of a grant the tables, or a promoted standby, could still lose.
  */
 #include "postgres.h"
 
@@ -41,6 +42,7 @@ typedef struct Outcome
 static MemoryContext batch_cxt;
 static Outcome *outcomes;		/* per slot */
 static List *outcome_slots;		/* the slots with an outcome, this batch */
+static List *staged = NIL;		/* slots answered STAGED, not yet released */
 
 /*
  * Look at every slot at the next collect, not only the marked ones: at the
@@ -119,12 +121,17 @@ outcome_of(int slotno)
 	return o;
 }
 
-/* After a failed batch: the outcomes listed were never handed out. */
+/*
+ * After a failed batch: the outcomes listed were never handed out; what
+ * was staged is released after the reload (slots_adopt_staged).
+ */
 void
 slots_forget(void)
 {
 	for (int i = 0; i < dlock_shared->nslots; i++)
 		outcomes[i].listed = false;
+	list_free(staged);
+	staged = NIL;
 }
 
 static void
@@ -258,10 +265,10 @@ dlock_on_answer(void *arg, int slotno, const DLmAnswer *a)
 
 /*
  * slots_unconfirmed
- *		The batch's commit will never be confirmed by a synchronous standby
- *		(dlock_worker.c, give_back): every grant and renewal it answered is
- *		answered UNCONFIRMED instead.  Returns the requests whose grants
- *		are to be released again, as their slots hold them.
+ *		The staged answers' commit will never be confirmed by a synchronous
+ *		standby (dlock_worker.c, give_back): every grant and renewal among
+ *		them is answered UNCONFIRMED instead.  Returns the requests whose
+ *		grants are to be released again, as their slots hold them.
  */
 List *
 slots_unconfirmed(void)
@@ -269,27 +276,30 @@ slots_unconfirmed(void)
 	List	   *grants = NIL;
 	ListCell   *lc;
 
-	foreach(lc, outcome_slots)
+	foreach(lc, staged)
 	{
 		int			slotno = lfirst_int(lc);
-		Outcome    *o = &outcomes[slotno];
 		DLockSlot  *slot = dlock_slot(slotno);
-		Request    *r;
+		Request    *r = palloc(sizeof(Request));
 		bool		undo;
 
-		if (!o->answered ||
-			(o->status != DLOCK_STATUS_GRANTED && o->status != DLOCK_STATUS_RENEWED))
-			continue;
-		r = palloc(sizeof(Request));
 		SpinLockAcquire(&slot->mutex);
+		if (slot->state != DLOCK_SLOT_STAGED ||
+			(slot->status != DLOCK_STATUS_GRANTED && slot->status != DLOCK_STATUS_RENEWED))
+		{
+			SpinLockRelease(&slot->mutex);
+			pfree(r);
+			continue;
+		}
 		copy_request(slot, slotno, r);
-		SpinLockRelease(&slot->mutex);
-		undo = o->status == DLOCK_STATUS_GRANTED && dlock_op_grants(r->op);
-		if (undo)
-			grants = lappend(grants, r);
-		answer_error(slotno, DLOCK_STATUS_UNCONFIRMED, undo ?
+		undo = slot->status == DLOCK_STATUS_GRANTED && dlock_op_grants(r->op);
+		slot->status = DLOCK_STATUS_UNCONFIRMED;
+		copy_message(slot->errmsg, undo ?
 					 "synchronous_standby_names stopped naming a standby while the lock manager's commit waited for one; the grant was released again." :
 					 "synchronous_standby_names stopped naming a standby while the lock manager's commit waited for one; the change may not have reached the standby.");
+		SpinLockRelease(&slot->mutex);
+		if (undo)
+			grants = lappend(grants, r);
 	}
 	return grants;
 }
@@ -476,20 +486,25 @@ request_seq_cmp(const ListCell *a, const ListCell *b)
 }
 
 /*
- * publish
- *		After commit: hand every outcome to its slot and wake its backend.
+ * stage
+ *		After commit: hand every outcome to its slot.  An answer is STAGED:
+ *		its backend takes it only once slots_release_staged makes it DONE
+ *		(after a synchronous standby confirmed the commit).  What exposes
+ *		no answer takes effect now: a session's end frees its slot, an
+ *		abandoned request that granted nothing frees it, a waiter's ticket
+ *		is published.
  */
 void
-slots_publish(DLockManager *lm)
+slots_stage(DLockManager *lm)
 {
 	ListCell   *lc;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
 	foreach(lc, outcome_slots)
 	{
 		int			slotno = lfirst_int(lc);
 		Outcome    *o = &outcomes[slotno];
 		DLockSlot  *slot = dlock_slot(slotno);
-		PGPROC	   *proc = &ProcGlobal->allProcs[slotno];
 		bool		wake = false;
 		DLmWaiter  *w;
 
@@ -518,16 +533,79 @@ slots_publish(DLockManager *lm)
 			slot->count = o->count;
 			memcpy(slot->tokens, o->tokens, sizeof(o->tokens));
 			memcpy(slot->errmsg, o->errmsg, DLOCK_ERRMSG_LEN);
-			slot->state = DLOCK_SLOT_DONE;
-			wake = true;
+			slot->state = DLOCK_SLOT_STAGED;
+			staged = lappend_int(staged, slotno);
 		}
 		else if (o->queued && lm && (w = dlm_waiter_of(lm, slotno)) != NULL)
 			slot->ticket = w->ticket;
 		SpinLockRelease(&slot->mutex);
 		if (wake)
-			SetLatch(&proc->procLatch);
+			SetLatch(&ProcGlobal->allProcs[slotno].procLatch);
 		o->listed = false;
 	}
+	outcome_slots = NIL;
+	MemoryContextSwitchTo(old);
+}
+
+/* A STAGED slot's answer becomes its backend's (caller holds its mutex). */
+static void
+release_staged(DLockSlot *slot)
+{
+	if (slot->abandoned &&
+		!(slot->status == DLOCK_STATUS_GRANTED && dlock_op_grants(slot->op)))
+	{
+		/* given up on meanwhile, and nothing needs undoing */
+		slot->state = DLOCK_SLOT_FREE;
+		slot->cancel = false;
+		slot->abandoned = false;
+	}
+	else
+		slot->state = DLOCK_SLOT_DONE;
+}
+
+/* The answers slots_stage staged: their backends take them now. */
+void
+slots_release_staged(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, staged)
+	{
+		int			slotno = lfirst_int(lc);
+		DLockSlot  *slot = dlock_slot(slotno);
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->state == DLOCK_SLOT_STAGED)
+			release_staged(slot);
+		SpinLockRelease(&slot->mutex);
+		SetLatch(&ProcGlobal->allProcs[slotno].procLatch);
+	}
+	list_free(staged);
+	staged = NIL;
+}
+
+/*
+ * At a load: the answers a predecessor staged and could not release (it
+ * ended before a synchronous standby confirmed them) are this worker's to
+ * release, with its own load's (slots_release_staged).
+ */
+void
+slots_adopt_staged(void)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	for (int i = 0; i < dlock_shared->nslots; i++)
+	{
+		DLockSlot  *slot = dlock_slot(i);
+		bool		left;
+
+		SpinLockAcquire(&slot->mutex);
+		left = slot->pid != 0 && slot->state == DLOCK_SLOT_STAGED;
+		SpinLockRelease(&slot->mutex);
+		if (left && !list_member_int(staged, i))
+			staged = lappend_int(staged, i);
+	}
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -550,7 +628,8 @@ slots_refuse_all(DLockStatus status, const char *why)
 		answer_slot(((Request *) lfirst(lc))->slotno, DLOCK_STATUS_CANCELED, 0, 0, 0);
 	foreach(lc, fresh)
 		answer_error(((Request *) lfirst(lc))->slotno, status, why);
-	slots_publish(NULL);
+	slots_stage(NULL);
+	slots_release_staged();
 	MemoryContextSwitchTo(TopMemoryContext);
 }
 

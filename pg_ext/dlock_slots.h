@@ -6,7 +6,8 @@
  *		slot's answer until its batch commits, and publishing it.
  *
  * Interface: slots_init, slots_batch_begin, slots_collect, slots_scan_all,
- * slots_end_session, slots_unconfirmed, slots_answers_ready, slots_publish, slots_forget,
+ * slots_end_session, slots_unconfirmed, slots_answers_ready, slots_stage,
+ * slots_release_staged, slots_adopt_staged, slots_forget,
  * slots_fail_isolated, slots_refuse_all, slots_work_pending, dlock_on_answer.
  */
 #ifndef DLOCK_SLOTS_H
@@ -60,7 +61,9 @@ extern List *slots_unconfirmed(void);
 extern void slots_scan_all(void);
 extern void slots_end_session(int slotno);
 extern bool slots_answers_ready(void);
-extern void slots_publish(DLockManager *lm);
+extern void slots_stage(DLockManager *lm);
+extern void slots_release_staged(void);
+extern void slots_adopt_staged(void);
 extern void slots_forget(void);
 extern void slots_fail_isolated(int slotno, const char *message);
 extern void slots_refuse_all(DLockStatus status, const char *why);

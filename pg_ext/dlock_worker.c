@@ -12,8 +12,9 @@
  *					transaction
  *		commit		flushed when a grant of an owner key or the ticket
  *					counter needs it
- *		publish		only then hand the answers to the slots and wake the
- *					backends
+ *		publish		only then hand the answers to the slots, and release
+ *					them to the backends once a synchronous standby (if
+ *					one is named) has confirmed the commit
  *
  * Requests that arrive while a batch commits form the next batch, so
  * commits are grouped.  A batch that answers nobody may leave its writes
@@ -79,6 +80,8 @@ static void run_batch(void);
 static int	decide(List *ended, List *withdrawn, List *fresh, TimestampTz now);
 static void session_gone(Request *last, TimestampTz now);
 static void undo_grant(const Request *r, TimestampTz now);
+static void publish_confirmed(XLogRecPtr upto, TimestampTz now);
+static bool await_standby(XLogRecPtr upto);
 static void give_back(TimestampTz now);
 static void execute(Request *r, TimestampTz now);
 static bool batch_changed(void);
@@ -156,6 +159,7 @@ dlock_worker_main(Datum main_arg)
 			if (lock_manager == NULL)
 			{
 				TimestampTz now = GetCurrentTimestamp();
+				XLogRecPtr	confirm_upto;
 
 				/* look for the extension when asked, or once an interval */
 				if (slots_work_pending() ||
@@ -163,7 +167,9 @@ dlock_worker_main(Datum main_arg)
 											   dlock_reap_interval_ms))
 				{
 					last_install_check = now;
-					lock_manager = reload();
+					lock_manager = reload(&confirm_upto);
+					if (lock_manager)
+						publish_confirmed(confirm_upto, GetCurrentTimestamp());
 					if (lock_manager == NULL)
 						slots_refuse_all(DLOCK_STATUS_NOT_READY,
 								   psprintf("extension \"dlock\" is not installed in database \"%s\"",
@@ -260,7 +266,7 @@ run_batch(void)
 	TimestampTz write_began;
 	int64		write_us = 0;
 	TimestampTz began;
-	XLogRecPtr	upto;
+	XLogRecPtr	upto = InvalidXLogRecPtr;
 
 	isolated_slot = -1;
 	batch_cxt = slots_batch_begin(deferred_batches > 0);
@@ -313,14 +319,6 @@ run_batch(void)
 								  (dlock_synchronous_commit &&
 								   (dlm_batch_durable(lock_manager) ||
 									dlock_store_standby_waits())));
-		while (!dlock_await_standby(upto))
-		{
-			dlm_settle(lock_manager);
-			give_back(now);
-			dlock_store_begin();
-			dlock_store_batch(lock_manager);
-			upto = dlock_store_commit(true);
-		}
 		write_us = GetCurrentTimestamp() - write_began;
 		wrote = true;
 		MemoryContextSwitchTo(batch_cxt);
@@ -328,7 +326,13 @@ run_batch(void)
 	began = deferred_batches > 0 ? deferred_since : now;	/* hand-offs wait from here */
 	deferred_batches = 0;
 	dlm_settle(lock_manager);	/* the rows match: what left the picture goes */
-	slots_publish(lock_manager);
+	/*
+	 * The answers are staged now and released once a synchronous standby
+	 * has the commit: a worker that ends meanwhile leaves them to its
+	 * successor, which never decides them again.
+	 */
+	slots_stage(lock_manager);
+	publish_confirmed(upto, now);
 	dlock_stats_batch(lock_manager, stats_fresh, wrote, write_us, began);
 	stats_fresh = 0;
 	adapt_expire_limit(expired, now);
@@ -389,7 +393,7 @@ decide(List *ended, List *withdrawn, List *fresh, TimestampTz now)
 static void
 session_gone(Request *last, TimestampTz now)
 {
-	bool		uncollected = last->state == DLOCK_SLOT_DONE &&
+	bool		uncollected = (last->state == DLOCK_SLOT_DONE || last->state == DLOCK_SLOT_STAGED) &&
 		last->status == DLOCK_STATUS_GRANTED && dlock_op_grants(last->op);
 	bool		undo_pending = last->abandoned && last->op == DLOCK_OP_RELEASE &&
 		(last->state == DLOCK_SLOT_SUBMITTED || last->state == DLOCK_SLOT_ACCEPTED);
@@ -468,7 +472,29 @@ batch_changed(void)
 
 
 /*
- * dlock_await_standby
+ * publish_confirmed
+ *		Release the staged answers once a synchronous standby (if the
+ *		settings name one) has confirmed upto.  If the setting stops naming
+ *		one first, the staged grants are given back and the releases
+ *		committed under the new setting.
+ */
+static void
+publish_confirmed(XLogRecPtr upto, TimestampTz now)
+{
+	while (!await_standby(upto))
+	{
+		give_back(now);
+		dlock_store_begin();
+		dlock_store_batch(lock_manager);
+		upto = dlock_store_commit(true);
+		dlm_settle(lock_manager);
+		slots_stage(lock_manager);
+	}
+	slots_release_staged();
+}
+
+/*
+ * await_standby
  *		Until a synchronous standby has confirmed the commit that upto ends
  *		(dlock_store_commit).  PostgreSQL ends a commit's wait for the
  *		standby early and returns from the commit as if it had been
@@ -480,8 +506,8 @@ batch_changed(void)
  *		Returns false if the settings stopped naming a synchronous standby
  *		first: the batch can never be confirmed.
  */
-bool
-dlock_await_standby(XLogRecPtr upto)
+static bool
+await_standby(XLogRecPtr upto)
 {
 	bool		logged = false;
 

@@ -78,6 +78,46 @@ def main():
              "the standby never became synchronous")
         q(pa, "SELECT dlock_acquire('fo-warm')")   # the worker is up, tickets reserved
         q(pa, "SELECT dlock_release('fo-warm')")
+        # a terminate of the lock manager while its commit waits for the
+        # standby (its walsender stopped), then the standby catches up: the
+        # answer is given once.  The successor must not decide the request
+        # again (the torture run saw a grant taken twice, a level more than
+        # the client knew of, and a release answered false).
+        for what, sql, want in (
+                ("an acquire", "SELECT dlock_acquire('fo-once', ttl => '10 min',"
+                               " owner => 'fo-o', timeout => '60 s') > 0", True),
+                ("a release", "SELECT dlock_release('fo-once', owner => 'fo-o')", True)):
+            walsender = q(pa, "SELECT pid FROM pg_stat_replication")[0][0]
+            os.kill(walsender, signal.SIGSTOP)
+            stopped.append(walsender)
+            cc = connect(a, pport)
+            got = {}
+            call = threading.Thread(target=lambda: got.update(r=q(cc, sql)[0][0]))
+            call.start()
+            need(until(lambda: q(pa, "SELECT count(*) = 1 FROM pg_stat_activity"
+                                     " WHERE backend_type = 'dlock lock manager'"
+                                     " AND wait_event = 'SyncRep'")[0][0], timeout=60),
+                 "the worker never waited for the standby (%s)" % what)
+            old_worker = q(pa, "SELECT pid FROM pg_stat_activity"
+                               " WHERE backend_type = 'dlock lock manager'")[0][0]
+            q(pa, "SELECT pg_terminate_backend(%s)", (old_worker,))
+            need(until(lambda: q(pa, "SELECT count(*) = 1 FROM pg_stat_activity"
+                                     " WHERE backend_type = 'dlock lock manager'"
+                                     " AND pid <> %s", (old_worker,))[0][0], timeout=60),
+                 "no new lock manager")
+            time.sleep(1)
+            answered_early = not call.is_alive()
+            os.kill(walsender, signal.SIGCONT)
+            stopped.remove(walsender)
+            call.join(30)
+            count = q(pa, "SELECT coalesce(sum(count), 0) FROM dlock.held WHERE owner = 'fo-o'")[0][0]
+            checks.append(("%s whose commit waited when the lock manager was terminated is"
+                           " answered once the standby has it, and only once" % what,
+                           not answered_early and got.get("r") is want and
+                           count == (1 if what == "an acquire" else 0),
+                           "answered early: %s, answer %r, levels held %s"
+                           % (answered_early, got.get("r"), count)))
+            cc.close()
         # a grant whose commit cannot reach the standby
         walsender = q(pa, "SELECT pid FROM pg_stat_replication")[0][0]
         os.kill(walsender, signal.SIGSTOP)
