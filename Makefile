@@ -27,9 +27,13 @@ check:
 matrix:
 	scripts/matrix.sh $(if $(QUICK),--quick)
 
-# the Debian packages postgresql-15-dlock and mariadb-plugin-dlock, into deb/
+# the Debian packages: this system's (postgresql-15-dlock, dlock,
+# mariadb-plugin-dlock) into deb/, then Debian 13's (postgresql-17-dlock,
+# MariaDB 11.8's plugin) and sid's (postgresql-18-dlock) into deb/trixie/
+# and deb/sid/, each built and tried in its own system (make matrix's)
 deb:
 	scripts/deb.sh
+	scripts/matrix.sh --deb
 
 # a throwaway server with dlock and a short demonstration; `make stop` ends it
 run:

@@ -189,6 +189,15 @@ inside() {
                 summary torture-ha "$out/torture.log" $rc $LAST_SECS torture-ha
             fi
         fi
+        if want packages; then
+            if [ $built -eq 0 ]; then not_run packages "the build failed"
+            else
+                # this system's packages built (make deb), installed, used, purged
+                PACKAGES_PG_PORT=$((port + 4)) PACKAGES_MY_PORT=$((port - 2000 + 5)) \
+                    run packages 1500 regress/packages/run.sh
+                summary packages "$out/packages.log" $LAST_RC $LAST_SECS packages
+            fi
+        fi
     else
         echo "  $(mariadbd --version 2>/dev/null | sed -E 's/^.*Ver //')"
         local built=1
@@ -228,13 +237,15 @@ fi
 # ---------------------------------------------------------------------------
 ARGS=("$@")
 QUICK=0
+DEB=0
 ONLY=
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) QUICK=1 ;;
+    --deb) DEB=1 ;;
     --only) ONLY=${2:?--only ROW,...}; shift ;;
     --only=*) ONLY=${1#--only=} ;;
-    *) echo "usage: matrix.sh [--quick] [--only host,trixie,sid]" >&2; exit 2 ;;
+    *) echo "usage: matrix.sh [--quick | --deb] [--only host,trixie,sid]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -467,14 +478,19 @@ MY_PACKAGES=(mariadb-server mariadb-client mariadb-test libmariadb-dev libmariad
 # ---------------------------------------------------------------------------
 ROWS=()          # row ids in table order
 declare -A LABEL SYSTEM KIND NOTE
-if [ $QUICK -eq 1 ]; then
+if [ $DEB -eq 1 ]; then
+    # make deb: each chroot's packages, built and tried there (the host's:
+    # scripts/deb.sh)
+    PG_SUITES=(packages)
+    MY_SUITES=()
+elif [ $QUICK -eq 1 ]; then
     PG_SUITES=(pg_regress scenarios)
     MY_SUITES=(mysql)
 else
-    PG_SUITES=(core pg_regress scenarios restart torture)
+    PG_SUITES=(core pg_regress scenarios restart torture packages)
     MY_SUITES=(mysql mysql-torture)
 fi
-PG_CELLS=(core build pg_regress scenarios restart fuzz torture torture-ha)
+PG_CELLS=(core build pg_regress scenarios restart fuzz torture torture-ha packages)
 MY_CELLS=(build mysql mysql-torture)
 selected() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 
@@ -482,6 +498,9 @@ selected() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 run_row() {
     local row=$1 sys=$2 kind=$3 i=$4 t0=$SECONDS suites out rc
     if [ "$kind" == pg ]; then suites=("${PG_SUITES[@]}"); else suites=("${MY_SUITES[@]}"); fi
+    # the host's packages are make check's packages suite: this row runs a
+    # private PostgreSQL, and dpkg would install into the system's
+    [ "$sys" == host ] && suites=("${suites[@]/packages}")
     printf '\n=== %s (%s) (at %d s)\n' "${LABEL[$row]}" "$sys" $((SECONDS - START))
     local env=(MATRIX_PORT=$((5600 + 10 * i)) MATRIX_MTR_THREAD=$((200 + i)))
     [ "$kind" == mariadb ] && env[0]=MATRIX_PORT=$((3600 + 10 * i))
@@ -496,6 +515,11 @@ run_row() {
             bash "$CHROOT_SRC/scripts/matrix.sh" --inside "$kind" "$CHROOT_OUT/$row" "${suites[@]}" 9>&- &
         CURRENT=$!; wait $CURRENT; rc=$?; CURRENT=
         mkdir -p "$LOGS/$row"; cp -a "$out/." "$LOGS/$row/" 2>/dev/null
+        # the packages the packages suite built there, for make deb
+        if ls "$CACHE/$sys$CHROOT_SRC/deb/"*.deb >/dev/null 2>&1; then
+            mkdir -p "$ROOT/deb/$sys"
+            cp -a "$CACHE/$sys$CHROOT_SRC/deb/"*.deb "$ROOT/deb/$sys/"
+        fi
         out=$LOGS/$row
     fi
     if [ -f "$out/results" ]; then
@@ -531,7 +555,7 @@ ROWS+=(host-pg host-my)
 SYSTEM[host-pg]=host; KIND[host-pg]=pg
 SYSTEM[host-my]=host; KIND[host-my]=mariadb
 LABEL[host-pg]="PostgreSQL 15"; LABEL[host-my]="MariaDB 10.11"
-if selected host; then
+if selected host && [ $DEB -eq 0 ]; then
     printf '\n=== host: dependencies, a copy of the tree, a private PostgreSQL 15\n'
     t0=$SECONDS
     ok=1
@@ -568,7 +592,7 @@ for sys in trixie sid; do
     printf '\n=== %s: the Debian system, its packages, the tree (at %d s)\n' "$sys" $((SECONDS - START))
     t0=$SECONDS
     # MariaDB in sid only when its upstream release differs from trixie's
-    my=1
+    my=$((1 - DEB))
     prepare_args=("${MY_PACKAGES[@]}")
     if [ $sys == sid ]; then
         bg prepare sid 18 || { row_failed sid-pg "the sid system could not be prepared"
@@ -610,7 +634,7 @@ done
 # ---------------------------------------------------------------------------
 # the table
 # ---------------------------------------------------------------------------
-ALL_CELLS=(core build pg_regress scenarios restart fuzz torture torture-ha mysql mysql-torture)
+ALL_CELLS=(core build pg_regress scenarios restart fuzz torture torture-ha packages mysql mysql-torture)
 printf '\n=== the matrix (%s)\n' "$([ $QUICK -eq 1 ] && echo "QUICK=1" || echo full)"
 {
     printf '%-22s %-7s' version system
@@ -626,6 +650,7 @@ printf '\n=== the matrix (%s)\n' "$([ $QUICK -eq 1 ] && echo "QUICK=1" || echo f
             elif { [ "${KIND[$row]}" == pg ] && [[ " ${PG_CELLS[*]} " == *" $c "* ]]; } ||
                  { [ "${KIND[$row]}" == mariadb ] && [[ " ${MY_CELLS[*]} " == *" $c "* ]]; }; then
                 if [ -n "${NOTE[$row]:-}" ]; then cell="see note"
+                elif [ "$row" == host-pg ] && [ "$c" == packages ]; then cell="make check"
                 else cell="quick"; fi   # a suite make matrix QUICK=1 does not run
             else cell="-"; fi
             printf ' %-11s' "$cell"

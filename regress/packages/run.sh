@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: PostgreSQL
-# regress/packages/run.sh — the Debian packages (make deb) installed on this
-# machine: postgresql-15-dlock and mariadb-plugin-dlock are built, installed
-# with dpkg -i, used in a fresh PostgreSQL cluster (CREATE EXTENSION, a
-# lock, the dlock command) and a fresh MariaDB started with the package's
-# .cnf (dlock-mysql-install, a lock), then purged: every file gone.  At the
+# regress/packages/run.sh — this system's Debian packages (make deb) on this
+# system: postgresql-NN-dlock (NN: this system's PostgreSQL, from
+# DLOCK_PG_MAJOR or pg_config), dlock (the command) and mariadb-plugin-dlock
+# are built, installed with dpkg -i, used in a fresh PostgreSQL cluster
+# (CREATE EXTENSION, a lock, the dlock command) and a fresh MariaDB started
+# with the package's .cnf (dlock-mysql-install, a lock), then purged: every
+# file gone.  make check runs it on the host, make matrix in each system.  At the
 # end `make install` puts the tree's build back (the purge removed the
 # files the other suites use).  Ports PACKAGES_PG_PORT (5593) and
 # PACKAGES_MY_PORT (3493); servers stopped by pid on exit, also on failure.
@@ -13,6 +15,9 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PG_PORT=${PACKAGES_PG_PORT:-5593}
 MY_PORT=${PACKAGES_MY_PORT:-3493}
+PGV=${DLOCK_PG_MAJOR:-$("${PG_CONFIG:-pg_config}" --version 2>/dev/null | sed -E 's/[^0-9]*([0-9]+).*/\1/')}
+PGV=${PGV:-15}
+PGPKG=postgresql-$PGV-dlock
 DIR=$(mktemp -d /tmp/dlock-packages.XXXXXX)
 chmod 755 "$DIR"
 passed=0; failed=0
@@ -27,9 +32,8 @@ cleanup() {
         kill -9 "$MYPID" 2>/dev/null
     fi
     # never leave this machine with the packages instead of the tree's build
-    if dpkg-query -W -f='${Status}' postgresql-15-dlock 2>/dev/null | grep -q "install ok" ||
-       dpkg-query -W -f='${Status}' mariadb-plugin-dlock 2>/dev/null | grep -q "install ok"; then
-        dpkg --purge postgresql-15-dlock mariadb-plugin-dlock >/dev/null 2>&1
+    if dpkg-query -W -f='${Status}' "$PGPKG" dlock mariadb-plugin-dlock 2>/dev/null | grep -q "install ok"; then
+        dpkg --purge "$PGPKG" dlock mariadb-plugin-dlock >/dev/null 2>&1
     fi
     make -s -C "$ROOT/pg_ext" install >/dev/null 2>&1
     make -s -C "$ROOT/clients/cli" install >/dev/null 2>&1
@@ -42,21 +46,23 @@ summary() { echo "packages: $passed passed, $failed failed"; [ "$failed" -eq 0 ]
 
 # 1. build
 if "$ROOT/scripts/deb.sh" > "$DIR/deb.log" 2>&1; then
-    ok "make deb: $(cd "$ROOT/deb" && ls postgresql-15-dlock_*.deb mariadb-plugin-dlock_*.deb | tr '\n' ' ')"
+    ok "make deb: $(cd "$ROOT/deb" && ls "$PGPKG"_*.deb dlock_*.deb mariadb-plugin-dlock_*.deb | tr '\n' ' ')"
 else
     tail -20 "$DIR/deb.log"; fail "make deb"; summary; exit 1
 fi
-PGDEB=$(ls "$ROOT"/deb/postgresql-15-dlock_*_*.deb | grep -v dbgsym | head -1)
+PGDEB=$(ls "$ROOT"/deb/"$PGPKG"_*_*.deb | grep -v dbgsym | head -1)
+CLIDEB=$(ls "$ROOT"/deb/dlock_*_*.deb | grep -v dbgsym | head -1)
 MYDEB=$(ls "$ROOT"/deb/mariadb-plugin-dlock_*_*.deb | grep -v dbgsym | head -1)
 
 # 2. install
-if dpkg -i "$PGDEB" "$MYDEB" > "$DIR/dpkg.log" 2>&1; then ok "dpkg -i both packages"
-else cat "$DIR/dpkg.log"; fail "dpkg -i both packages"; summary; exit 1; fi
-check "postgresql-15-dlock owns the library, the control file, the scripts and /usr/bin/dlock" \
-    eval 'dpkg -L postgresql-15-dlock | grep -qx /usr/lib/postgresql/15/lib/dlock.so &&
-          dpkg -L postgresql-15-dlock | grep -qx /usr/share/postgresql/15/extension/dlock.control &&
-          dpkg -L postgresql-15-dlock | grep -qx /usr/share/postgresql/15/extension/dlock--1.1--1.2.sql &&
-          dpkg -L postgresql-15-dlock | grep -qx /usr/bin/dlock'
+if dpkg -i "$PGDEB" "$CLIDEB" "$MYDEB" > "$DIR/dpkg.log" 2>&1; then ok "dpkg -i the three packages"
+else cat "$DIR/dpkg.log"; fail "dpkg -i the three packages"; summary; exit 1; fi
+check "$PGPKG owns the library, the control file and the scripts; dlock owns /usr/bin/dlock" \
+    eval 'dpkg -L "$PGPKG" | grep -qx /usr/lib/postgresql/$PGV/lib/dlock.so &&
+          dpkg -L "$PGPKG" | grep -qx /usr/share/postgresql/$PGV/extension/dlock.control &&
+          dpkg -L "$PGPKG" | grep -qx /usr/share/postgresql/$PGV/extension/dlock--1.2.sql &&
+          dpkg -L "$PGPKG" | grep -qx /usr/share/postgresql/$PGV/extension/dlock--1.1--1.2.sql &&
+          dpkg -L dlock | grep -qx /usr/bin/dlock'
 check "mariadb-plugin-dlock owns the plugin, its .cnf and dlock-mysql-install" \
     eval 'dpkg -L mariadb-plugin-dlock | grep -qx /usr/lib/mysql/plugin/dlock_udf.so &&
           dpkg -L mariadb-plugin-dlock | grep -qx /etc/mysql/mariadb.conf.d/50-dlock.cnf &&
@@ -114,10 +120,10 @@ if [ -n "$MYPID" ]; then
 fi
 
 # 5. purge: every file gone
-if dpkg --purge postgresql-15-dlock mariadb-plugin-dlock > "$DIR/purge.log" 2>&1; then ok "dpkg --purge both packages"
-else cat "$DIR/purge.log"; fail "dpkg --purge both packages"; fi
+if dpkg --purge "$PGPKG" dlock mariadb-plugin-dlock > "$DIR/purge.log" 2>&1; then ok "dpkg --purge the three packages"
+else cat "$DIR/purge.log"; fail "dpkg --purge the three packages"; fi
 check "nothing of them left: library, control file, command, plugin, .cnf" \
-    eval '! test -e /usr/lib/postgresql/15/lib/dlock.so && ! test -e /usr/share/postgresql/15/extension/dlock.control &&
+    eval '! test -e /usr/lib/postgresql/$PGV/lib/dlock.so && ! test -e /usr/share/postgresql/$PGV/extension/dlock.control &&
           ! test -e /usr/bin/dlock && ! test -e /usr/lib/mysql/plugin/dlock_udf.so &&
           ! test -e /etc/mysql/mariadb.conf.d/50-dlock.cnf && ! test -e /usr/sbin/dlock-mysql-install'
 
