@@ -66,13 +66,9 @@ worker=$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = '
 grep -q libasan "/proc/$worker/maps" && grep -q "$SO" "/proc/$worker/maps"
 check "the dlock worker runs with libasan and the instrumented dlock.so" $?
 
-tests=$(cd "$ROOT/regress/sql" && ls *.sql | sed 's/\.sql$//' | sort)
-"$(dirname "$("$PG_CONFIG" --pgxs)")/../test/regress/pg_regress" \
-    --inputdir="$ROOT/regress" --outputdir="$WORK/regress" \
-    --host="$PGHOST" --port="$PGPORT" --user=postgres \
-    --use-existing --dbname=postgres $tests > "$WORK/regress.log" 2>&1
+"$ROOT/scripts/pg_regress.sh" "$WORK/regress" > "$WORK/regress.log" 2>&1
 rc=$?; tail -3 "$WORK/regress.log"
-[ $rc -ne 0 ] && [ -f "$WORK/regress/regression.diffs" ] && cat "$WORK/regress/regression.diffs"
+[ $rc -ne 0 ] && cat "$WORK/regress.log"
 check "pg_regress" $rc
 
 /usr/bin/python3 "$ROOT/regress/scenarios/run.py" > "$WORK/scen.log" 2>&1; rc=$?
