@@ -486,7 +486,7 @@ request_seq_cmp(const ListCell *a, const ListCell *b)
 }
 
 /*
- * stage
+ * slots_stage
  *		After commit: hand every outcome to its slot.  An answer is STAGED:
  *		its backend takes it only once slots_release_staged makes it DONE
  *		(after a synchronous standby confirmed the commit).  What exposes

@@ -502,7 +502,8 @@ publish_confirmed(XLogRecPtr upto, TimestampTz now)
  *		stops naming a standby.  An isolated primary would then answer
  *		grants that a promoted standby never received.  So the wait goes on
  *		here: a cancel does not end it, a terminate or a shutdown ends the
- *		worker with nothing answered (its successor's load waits in turn).
+ *		worker with nothing answered (the staged answers are its
+ *		successor's to release, after its own wait).
  *		Returns false if the settings stopped naming a synchronous standby
  *		first: the batch can never be confirmed.
  */
