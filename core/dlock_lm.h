@@ -172,6 +172,7 @@ typedef struct DLmAnswer
 	int			ncycle;			/* DEADLOCK: the cycle, the new wait first */
 	const DLmCycleStep *cycle;
 	DLmError	error;			/* ERROR */
+	const char *reason;			/* REVOKED (the service): the administrator's reason */
 } DLmAnswer;
 
 /* The answer is the caller's to copy; its pointers live for the call. */

@@ -61,6 +61,7 @@ if [ -f core/Makefile ]; then
     cat "$DIR/core.log"; record_from core "$DIR/core.log" 0
     # the lock manager's unit tests, its API fuzzer, the reference model
     record_from lm "$DIR/core.log" 0
+    record_from service "$DIR/core.log" 0
     record_from fuzz-lm "$DIR/core.log" 0
     record_from model "$DIR/core.log" $rc
 fi

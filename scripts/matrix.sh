@@ -133,7 +133,7 @@ inside() {
         echo "  $("${PG_CONFIG:-pg_config}" --version 2>/dev/null), pg_config $(command -v "${PG_CONFIG:-pg_config}")"
         if want core; then
             run core 1800 make -C core check
-            summary core "$out/core.log" $LAST_RC $LAST_SECS core lm fuzz-lm model
+            summary core "$out/core.log" $LAST_RC $LAST_SECS core lm service fuzz-lm model
         fi
         local built=1
         run build 900 sh -c 'make -C pg_ext && make -C pg_ext install'

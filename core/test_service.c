@@ -1,0 +1,857 @@
+/* SPDX-License-Identifier: PostgreSQL */
+/*
+ * test_service.c
+ *		The service (dlock_service.c) over an in-memory fake store whose
+ *		commits fail when told to: the batch's order, deferral, the expiry
+ *		limit, publish after commit, loading after a failure, isolation of
+ *		a failing request, force release and revocations, and the shared
+ *		rules.  A random run with injected commit failures checks after
+ *		every batch that no answer went out before its commit, that the
+ *		reloaded picture equals the store, and that tokens never go back.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlock_service.h"
+#include "test_check.h"
+
+#define NREQ 200
+#define MAXROWS 4096
+#define EX DLOCK_MODE_EX
+#define SEC ((DLockTime) 1000000)
+
+/* ------------------------------------------------------- the fake store */
+
+typedef struct Row
+{
+	char		name[64];
+	char		key[64];
+	bool		keyed;
+	DLmHolderRow r;
+} Row;
+
+static Row	store[MAXROWS];		/* committed */
+static int	nstore;
+static int64_t store_hi;
+static Row	staged[MAXROWS];	/* a commit in the making */
+static int	nstaged;
+
+static DLockTime clk = 1000 * SEC;
+static int	fail_commits;		/* the next commits to fail */
+static DLockTime commit_cost_per_row;
+static int	commits;
+static int	flushed;
+static int	loads;
+static char last_revoked[16][64];
+static int	nlast_revoked;
+
+/* answers: pending until published */
+typedef struct Ans
+{
+	bool		any;
+	DLmAnswer	a;
+	char		reason[64];
+	int64_t		tokens[DLOCK_MAX_MULTI];
+} Ans;
+static Ans	pending[NREQ];
+static Ans	published[NREQ];
+static bool committed_since_answer;
+static int	early_publish;		/* answers published without a commit of their batch */
+
+static DLockService *S;
+static DLockManager *LM;
+
+static int
+row_find(Row *rows, int n, int64_t token)
+{
+	for (int i = 0; i < n; i++)
+		if (rows[i].r.token == token)
+			return i;
+	return -1;
+}
+
+static void
+row_set(Row *row, const DLmHolder *h)
+{
+	memset(row, 0, sizeof(*row));
+	snprintf(row->name, sizeof(row->name), "%s", h->lock->name);
+	row->keyed = h->owner->key != NULL;
+	if (row->keyed)
+		snprintf(row->key, sizeof(row->key), "%s", h->owner->key);
+	row->r.pid = h->owner->pid;
+	row->r.backend_start = h->owner->session_start;
+	row->r.mode = h->mode;
+	row->r.implied = h->implied;
+	row->r.count = h->count;
+	row->r.token = h->token;
+	row->r.granted_at = h->granted_at;
+	row->r.expires_at = h->expires_at;
+	row->r.ttl_us = h->ttl_us;
+	row->r.role = h->role;
+	row->r.kept = h->kept;
+	row->r.permits = h->permits;
+	row->r.capacity = h->lock->capacity;
+}
+
+static int
+fake_commit(void *arg, DLockManager *lm, const DLsCommit *c, char *err, size_t errlen)
+{
+	int64_t		hi = 0;
+	int			nrows = 0;
+
+	(void) arg;
+	memcpy(staged, store, sizeof(Row) * nstore);
+	nstaged = nstore;
+	for (DLmHolder *h = dlm_touched_holders(lm); h; h = h->touched_next)
+	{
+		int			i = h->p.stored ? row_find(staged, nstaged, h->stored_token) : -1;
+
+		nrows++;
+		if (h->p.stored && i < 0)
+		{
+			snprintf(err, errlen, "row %" PRId64 " to change is not stored", h->stored_token);
+			return -1;
+		}
+		if (h->p.dead)
+		{
+			if (i >= 0)
+				staged[i] = staged[--nstaged];
+		}
+		else if (i >= 0)
+			row_set(&staged[i], h);
+		else if (nstaged < MAXROWS)
+			row_set(&staged[nstaged++], h);
+	}
+	clk += commit_cost_per_row * nrows;
+	nlast_revoked = 0;
+	for (int i = 0; i < c->nrevoked && i < 16; i++)
+		snprintf(last_revoked[nlast_revoked++], sizeof(last_revoked[0]), "%s", c->revoked[i]);
+	if (fail_commits > 0)
+	{
+		fail_commits--;
+		snprintf(err, errlen, "injected commit failure");
+		return -1;
+	}
+	memcpy(store, staged, sizeof(Row) * nstaged);
+	nstore = nstaged;
+	if (dlm_counter_dirty(lm, &hi))
+		store_hi = hi;
+	commits++;
+	flushed += c->counter || c->durable;
+	committed_since_answer = true;
+	return 0;
+}
+
+static bool
+changes_rows(DLockStatus st)
+{
+	return st == DLOCK_STATUS_GRANTED || st == DLOCK_STATUS_RELEASED ||
+		st == DLOCK_STATUS_RENEWED;
+}
+
+/* No answer that changed rows goes out before a commit after it. */
+static void
+fake_publish(void *arg, DLockManager *lm)
+{
+	(void) arg;
+	if (dlm_touched_holders(lm) != NULL)
+		early_publish++;		/* published before the picture settled */
+	for (int i = 0; i < NREQ; i++)
+		if (pending[i].any)
+		{
+			if (changes_rows(pending[i].a.status) && !committed_since_answer)
+				early_publish++;
+			published[i] = pending[i];
+			pending[i].any = false;
+		}
+}
+
+static DLockTime
+fake_now(void *arg)
+{
+	(void) arg;
+	return clk;
+}
+
+static void
+fake_answer(void *arg, int requester, const DLmAnswer *a)
+{
+	Ans		   *p;
+
+	(void) arg;
+	if (requester < 0 || requester >= NREQ || a->status == DLOCK_STATUS_QUEUED)
+		return;
+	p = &pending[requester];
+	p->any = true;
+	if (changes_rows(a->status))
+		committed_since_answer = false;
+	p->a = *a;
+	p->reason[0] = '\0';
+	if (a->status == DLOCK_STATUS_REVOKED && a->reason)
+		snprintf(p->reason, sizeof(p->reason), "%s", a->reason);
+	p->a.reason = p->reason;
+	p->a.cycle = NULL;
+	for (int i = 0; i < a->ntokens && i < DLOCK_MAX_MULTI; i++)
+		p->tokens[i] = a->tokens[i];
+	p->a.tokens = p->tokens;
+}
+
+static int
+load_rows(void *arg, DLockManager *lm, char *err, size_t errlen)
+{
+	(void) arg;
+	dlm_set_counter(lm, store_hi);
+	for (int i = 0; i < nstore; i++)
+	{
+		DLmHolderRow r = store[i].r;
+		DLmError	e;
+
+		r.name = store[i].name;
+		r.owner_key = store[i].keyed ? store[i].key : NULL;
+		if ((e = dlm_load_holder(lm, &r)) != DLM_OK)
+		{
+			snprintf(err, errlen, "row %" PRId64 ": %s", r.token, dlm_error_message(e));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static bool
+all_alive(void *arg, int32_t pid, int64_t start)
+{
+	(void) arg;
+	(void) pid;
+	(void) start;
+	return true;
+}
+
+static void *
+lm_alloc(void *arg, size_t size)
+{
+	(void) arg;
+	return malloc(size);
+}
+
+static void
+lm_free(void *arg, void *ptr, size_t size)
+{
+	(void) arg;
+	(void) size;
+	free(ptr);
+}
+
+static int
+load(void)
+{
+	DLmConfig	cfg = {0};
+	DLsLoad		l = {0};
+	char		err[200];
+
+	if (LM)
+		dlm_destroy(LM);
+	cfg.alloc.alloc = lm_alloc;
+	cfg.alloc.free = lm_free;
+	cfg.nrequesters = NREQ;
+	cfg.max_name_len = 63;
+	cfg.ticket_reserve = 100;
+	cfg.queue_row_delay_us = 50000;
+	dls_manager_config(S, &cfg);
+	LM = dlm_create(&cfg);
+	l.rows = load_rows;
+	l.session_alive = all_alive;
+	loads++;
+	if (dls_load(S, LM, &l, err, sizeof(err)) != 0)
+	{
+		fprintf(stderr, "load failed: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+setup(void)
+{
+	DLsConfig	c = {0};
+
+	dls_destroy(S);
+	if (LM)
+		dlm_destroy(LM);
+	LM = NULL;
+	nstore = 0;
+	store_hi = 0;
+	fail_commits = 0;
+	commit_cost_per_row = 0;
+	memset(pending, 0, sizeof(pending));
+	memset(published, 0, sizeof(published));
+	c.store.commit = fake_commit;
+	c.store.publish = fake_publish;
+	c.store.now = fake_now;
+	c.answer = fake_answer;
+	S = dls_create(&c);
+	CHECK(S != NULL);
+	CHECK(load() == 0);
+}
+
+/* ------------------------------------------------------------ requests */
+
+static DLsRequest reqs[NREQ];
+static DLsRequest *fresh[NREQ];
+static int	nfresh;
+static const char *names_of[NREQ][1];
+
+static DLsRequest *
+req(DLockOp op, int requester, int session, const char *key, const char *name,
+	int64_t ttl)
+{
+	DLsRequest *r = &reqs[requester];
+
+	memset(r, 0, sizeof(*r));
+	names_of[requester][0] = name;
+	r->q.op = op;
+	r->q.requester = requester;
+	r->q.owner_key = key;
+	r->q.pid = 100 + session;
+	r->q.session_start = 7;
+	r->q.mode = EX;
+	r->q.names = names_of[requester];
+	r->q.nnames = 1;
+	r->q.ttl_us = ttl;
+	r->q.role = 10;
+	fresh[nfresh++] = r;
+	return r;
+}
+
+static DLsOutcome
+batch_with(const DLsWithdrawal *w, int nw, const DLsSessionEnd *e, int ne)
+{
+	DLsBatch	b = {0};
+	char		err[200];
+	DLsOutcome	o;
+
+	b.withdrawn = w;
+	b.nwithdrawn = nw;
+	b.ended = e;
+	b.nended = ne;
+	b.fresh = fresh;
+	b.nfresh = nfresh;
+	o = dls_batch(S, &b, err, sizeof(err));
+	nfresh = 0;
+	return o;
+}
+
+static DLsOutcome
+batch(void)
+{
+	return batch_with(NULL, 0, NULL, 0);
+}
+
+static DLockStatus
+status_of(int requester)
+{
+	return published[requester].any ? published[requester].a.status : DLOCK_STATUS_NONE;
+}
+
+static void
+forget(int requester)
+{
+	published[requester].any = false;
+}
+
+/* --------------------------------------------------------------- tests */
+
+/* A grant is published after its commit; an idle batch does nothing. */
+static void
+test_publish_after_commit(void)
+{
+	setup();
+	CHECK(batch() == DLS_IDLE);
+	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "x", 0);
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(0) == DLOCK_STATUS_GRANTED);
+	CHECK(nstore == 1 && store[0].r.token == published[0].a.token);
+	CHECK(early_publish == 0);
+	/* a failed commit publishes nothing */
+	fail_commits = 1;
+	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "y", 0);
+	CHECK(batch() == DLS_FAILED);
+	CHECK(status_of(1) == DLOCK_STATUS_NONE);
+	CHECK(early_publish == 0);
+}
+
+/*
+ * A batch that answers nobody (a waiter queued) leaves its writes to the
+ * next batch's commit, for at most DLS_DEFER_US; the next answer carries
+ * them.
+ */
+static void
+test_deferral(void)
+{
+	int			before;
+	DLsOutcome	o;
+
+	setup();
+	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "x", 0);
+	CHECK(batch() == DLS_DONE);
+	before = commits;
+	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "x", 0);	/* queues: no answer */
+	o = batch();
+	CHECK(o == DLS_DEFERRED);
+	CHECK(commits == before);
+	CHECK(dls_next_wake(S) == clk + DLS_DEFER_US);
+	CHECK(!dls_work_due(S, clk + DLS_DEFER_US - 1));
+	CHECK(dls_work_due(S, clk + DLS_DEFER_US));
+	/* the release answers: one commit for both */
+	req(DLOCK_OP_RELEASE, 0, 0, NULL, "x", 0);
+	CHECK(batch() == DLS_DONE);
+	CHECK(commits == before + 1);
+	CHECK(status_of(0) == DLOCK_STATUS_RELEASED);
+	CHECK(status_of(1) == DLOCK_STATUS_GRANTED);
+	/* a deferral ends by itself once its time is up */
+	req(DLOCK_OP_ACQUIRE, 2, 2, NULL, "x", 0);
+	CHECK(batch() == DLS_DEFERRED);
+	clk += DLS_DEFER_US;
+	CHECK(batch() == DLS_DONE);
+	CHECK(commits == before + 2);
+	/* no_defer: committed at once */
+	req(DLOCK_OP_ACQUIRE, 4, 4, NULL, "nd", 0);
+	CHECK(batch() == DLS_DONE);
+	CHECK(commits == before + 3);
+	req(DLOCK_OP_ACQUIRE, 3, 3, NULL, "nd", 0);
+	{
+		DLsBatch	b = {0};
+		char		err[100];
+
+		b.fresh = fresh;
+		b.nfresh = nfresh;
+		b.no_defer = true;
+		CHECK(dls_batch(S, &b, err, sizeof(err)) == DLS_DONE);
+		nfresh = 0;
+	}
+	CHECK(commits == before + 4);
+	/* at most DLS_MAX_DEFERRED in a row: each new waiter is announced, nobody answered */
+	{
+		static char lk[DLS_MAX_DEFERRED + 1][16];
+		DLsOutcome	o = DLS_DONE;
+		int			n = 0;
+
+		for (int i = 0; i <= DLS_MAX_DEFERRED; i++)
+		{
+			snprintf(lk[i], sizeof(lk[i]), "L%d", i);
+			req(DLOCK_OP_ACQUIRE, 10, 10, NULL, lk[i], 0);
+			CHECK(batch() == DLS_DONE);
+		}
+		before = commits;
+		for (int i = 0; i <= DLS_MAX_DEFERRED; i++)
+		{
+			req(DLOCK_OP_ACQUIRE, 100 + i, 100 + i, NULL, lk[i], 0);
+			o = batch();
+			if (o != DLS_DEFERRED)
+				break;
+			n++;
+		}
+		CHECK(n == DLS_MAX_DEFERRED);
+		CHECK(o == DLS_DONE && commits == before + 1);
+	}
+}
+
+/* Withdrawals go first; a withdraw_after keeps the request's place. */
+static void
+test_order(void)
+{
+	DLsWithdrawal w = {1, true};
+	DLsSessionEnd e = {100 + 0, 7, DLM_NOBODY, NULL};
+
+	setup();
+	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "x", 0);
+	CHECK(batch() == DLS_DONE);
+	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "x", 0);
+	(void) batch();
+	/* waiter 1 withdrawn and session 0 ended in one batch: 1 is not granted */
+	CHECK(batch_with(&w, 1, &e, 1) == DLS_DONE);
+	CHECK(dlm_lookup(LM, "x") == NULL);
+	CHECK(dls_counters(S)->timeouts == 1);
+	CHECK(nstore == 0);
+	/* keep_place given up before it was decided: queued, then kept */
+	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "x", 0);
+	CHECK(batch() == DLS_DONE);
+	{
+		DLsRequest *r = req(DLOCK_OP_ACQUIRE, 2, 2, "k2", "x", 10 * SEC);
+
+		r->q.keep_place = true;
+		r->withdraw_after = true;
+	}
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(2) == DLOCK_STATUS_KEPT);
+	/*
+	 * Withdrawals all at once: PR held, EX waits, PR waits behind it; both
+	 * withdrawn in one batch, the second is not granted on the way.
+	 */
+	{
+		DLsWithdrawal two[2] = {{21, false}, {22, false}};
+
+		req(DLOCK_OP_ACQUIRE, 20, 20, NULL, "w", 0)->q.mode = DLOCK_MODE_PR;
+		CHECK(batch() == DLS_DONE);
+		req(DLOCK_OP_ACQUIRE, 21, 21, NULL, "w", 0);
+		(void) batch();
+		req(DLOCK_OP_ACQUIRE, 22, 22, NULL, "w", 0)->q.mode = DLOCK_MODE_PR;
+		(void) batch();
+		CHECK(status_of(22) == DLOCK_STATUS_NONE);
+		CHECK(batch_with(two, 2, NULL, 0) == DLS_DONE);
+		CHECK(status_of(21) == DLOCK_STATUS_CANCELED);
+		CHECK(status_of(22) == DLOCK_STATUS_CANCELED);
+		CHECK(dls_counters(S)->cancels == 2);
+		CHECK(dlm_lookup(LM, "w") && dlm_lookup(LM, "w")->nheld[DLOCK_MODE_PR] == 1);
+	}
+}
+
+/* A mass expiry is spread over batches by the learnt limit. */
+static void
+test_expiry_limit(void)
+{
+	static char keys[50][16];
+	static char names[3000][16];
+	int			batches = 0;
+	int			last_limit;
+
+	setup();
+	for (int i = 0; i < 3000; i++)
+	{
+		snprintf(names[i], sizeof(names[i]), "n%d", i);
+		snprintf(keys[i % 50], sizeof(keys[i % 50]), "k%d", i % 50);
+		/* requester 0 for all: each answered and published by its batch */
+		req(DLOCK_OP_ACQUIRE, 0, 0, keys[i % 50], names[i], SEC);
+		CHECK(batch() == DLS_DONE);
+	}
+	CHECK(nstore == 3000);
+	CHECK(dls_expire_limit(S) == DLS_EXPIRE_MIN);
+	clk += 2 * SEC;
+	commit_cost_per_row = 10;	/* 64 rows: 640 us, far below the budget */
+	CHECK(dls_work_due(S, clk));
+	last_limit = dls_expire_limit(S);
+	while (nstore > 0 && batches < 1000)
+	{
+		int			before = nstore;
+
+		CHECK(batch() == DLS_DONE);
+		CHECK(before - nstore <= last_limit);
+		CHECK(dls_expire_limit(S) <= last_limit * 2 && dls_expire_limit(S) >= DLS_EXPIRE_MIN);
+		last_limit = dls_expire_limit(S);
+		batches++;
+	}
+	CHECK(nstore == 0);
+	CHECK(batches > 1 && batches < 20);
+	CHECK(last_limit > DLS_EXPIRE_MIN);
+	/* a slow store brings it down again */
+	commit_cost_per_row = 1000;
+	for (int i = 0; i < 2000; i++)
+	{
+		req(DLOCK_OP_ACQUIRE, 0, 0, "k", names[i], 10 * SEC);
+		(void) batch();
+	}
+	clk += 11 * SEC;
+	{
+		int			high = dls_expire_limit(S);
+
+		(void) batch();
+		CHECK(dls_expire_limit(S) < high);
+		CHECK(dls_expire_limit(S) >= high / 2);
+	}
+}
+
+/* An administrator's release: counted, remembered, forgotten by a new grant. */
+static void
+test_force_release(void)
+{
+	DLsRequest *r;
+
+	setup();
+	req(DLOCK_OP_ACQUIRE, 0, 0, "k1", "x", 10 * SEC);
+	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "y", 0);
+	CHECK(batch() == DLS_DONE);
+	r = req(DLOCK_OP_FORCE_RELEASE, 5, 5, NULL, "x", 0);
+	r->q.value = "maintenance";
+	r->q.any_role = true;
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(5) == DLOCK_STATUS_COUNT && published[5].a.count == 1);
+	CHECK(nlast_revoked == 1 && strcmp(last_revoked[0], "x") == 0);
+	CHECK(nstore == 1);
+	req(DLOCK_OP_RENEW, 0, 0, "k1", "x", 10 * SEC);
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(0) == DLOCK_STATUS_REVOKED);
+	CHECK(strcmp(published[0].reason, "maintenance") == 0);
+	/* a session's lock, by no owner: every holder */
+	r = req(DLOCK_OP_FORCE_RELEASE, 5, 5, NULL, "y", 0);
+	r->q.value = "y gone";
+	CHECK(batch() == DLS_DONE);
+	CHECK(published[5].a.count == 1);
+	req(DLOCK_OP_RELEASE, 1, 1, NULL, "y", 0);
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(1) == DLOCK_STATUS_REVOKED && strcmp(published[1].reason, "y gone") == 0);
+	/* a new grant forgets it */
+	req(DLOCK_OP_ACQUIRE, 0, 0, "k1", "x", 10 * SEC);
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(0) == DLOCK_STATUS_GRANTED);
+	req(DLOCK_OP_RELEASE, 0, 0, "k1", "x", 0);
+	CHECK(batch() == DLS_DONE);
+	req(DLOCK_OP_RENEW, 0, 0, "k1", "x", 10 * SEC);
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(0) == DLOCK_STATUS_NOT_HELD);
+	/* force_release_all: every lock of the key */
+	req(DLOCK_OP_ACQUIRE, 0, 0, "k1", "a", 10 * SEC);
+	req(DLOCK_OP_ACQUIRE, 1, 0, "k1", "b", 10 * SEC);
+	CHECK(batch() == DLS_DONE);
+	r = req(DLOCK_OP_FORCE_RELEASE_ALL, 5, 5, "k1", "", 0);
+	r->q.nnames = 0;
+	r->q.value = "all of k1";
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(5) == DLOCK_STATUS_COUNT && published[5].a.count == 2);
+	CHECK(nlast_revoked == 2);
+	req(DLOCK_OP_RENEW, 1, 0, "k1", "b", 10 * SEC);
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(1) == DLOCK_STATUS_REVOKED && strcmp(published[1].reason, "all of k1") == 0);
+	/* a force release whose batch failed never happened */
+	req(DLOCK_OP_ACQUIRE, 0, 0, "k2", "z", 10 * SEC);
+	CHECK(batch() == DLS_DONE);
+	r = req(DLOCK_OP_FORCE_RELEASE, 5, 5, NULL, "z", 0);
+	r->q.value = "lost";
+	fail_commits = 1;
+	CHECK(batch() == DLS_FAILED);
+	{
+		DLsFailure	f;
+
+		dls_fail(S, &f);
+		CHECK(f.failures == 1 && f.failed_requester == DLM_NOBODY);
+	}
+	CHECK(load() == 0);
+	req(DLOCK_OP_RENEW, 0, 0, "k2", "z", 10 * SEC);
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(0) == DLOCK_STATUS_RENEWED);
+	req(DLOCK_OP_RELEASE, 0, 0, "k2", "z", 0);
+	CHECK(batch() == DLS_DONE);
+	req(DLOCK_OP_RENEW, 0, 0, "k2", "z", 10 * SEC);
+	CHECK(batch() == DLS_DONE);
+	CHECK(status_of(0) == DLOCK_STATUS_NOT_HELD);
+}
+
+/* After a failure: new requests one per batch until one fails alone. */
+static void
+test_isolation(void)
+{
+	DLsFailure	f;
+
+	setup();
+	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "a", 0);
+	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "b", 0);
+	fail_commits = 1;
+	CHECK(batch() == DLS_FAILED);
+	dls_fail(S, &f);
+	CHECK(f.failures == 1 && f.failed_requester == DLM_NOBODY && f.log);
+	CHECK(f.pause_ms == DLS_RETRY_MIN_MS);
+	CHECK(dls_isolating(S));
+	CHECK(dls_manager(S) == NULL);
+	CHECK(load() == 0);
+	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "a", 0);
+	CHECK(batch() == DLS_DONE);	/* went through alone */
+	CHECK(!dls_isolating(S));
+	CHECK(dls_recovered(S) == 1);
+	CHECK(dls_recovered(S) == 0);
+	/* two failures in a row: the second, alone, is the culprit */
+	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "b", 0);
+	req(DLOCK_OP_ACQUIRE, 2, 2, NULL, "c", 0);
+	fail_commits = 1;
+	CHECK(batch() == DLS_FAILED);
+	dls_fail(S, &f);
+	CHECK(load() == 0);
+	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "b", 0);
+	fail_commits = 1;
+	CHECK(batch() == DLS_FAILED);
+	dls_fail(S, &f);
+	CHECK(f.failures == 2 && f.failed_requester == 1 && f.pause_ms == 2 * DLS_RETRY_MIN_MS);
+	CHECK(!dls_isolating(S));
+	/* the pause doubles up to its maximum */
+	for (int i = 0; i < 30; i++)
+		dls_fail(S, &f);
+	CHECK(f.pause_ms == DLS_RETRY_MAX_MS);
+	CHECK(f.log == false);
+	CHECK(load() == 0);
+}
+
+/*
+ * Random requests with random commit failures: after every batch nothing
+ * went out before its commit, after every failure the reloaded picture
+ * holds exactly the store's rows, and no token goes back.
+ */
+static void
+test_random(void)
+{
+	static const char *const nm[] = {"a", "b", "c", "d"};
+	static const char *const keys[] = {NULL, "k1", "k2", "k3"};
+	uint64_t	x = 88172645463325252ULL;
+	int64_t		max_token = 0;
+	int			failures = 0;
+
+	setup();
+	for (int step = 0; step < 20000; step++)
+	{
+		int			n = 0;
+		DLsWithdrawal w[4];
+		int			nw = 0;
+		DLsOutcome	o;
+
+		for (int i = 0; i < 4; i++)
+		{
+			int			requester;
+			DLockOp		op;
+
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			if (x % 3 != 0 || (dls_isolating(S) && nfresh > 0))
+				continue;
+			requester = (int) ((x >> 8) % 16);
+			if (dlm_waiter_of(LM, requester) != NULL)
+			{
+				if ((x >> 20) % 4 == 0 && nw < 4)
+					w[nw++] = (DLsWithdrawal) {requester, false};
+				continue;
+			}
+			op = (x >> 12) % 3 == 0 ? DLOCK_OP_RELEASE :
+				(x >> 12) % 3 == 1 ? DLOCK_OP_ACQUIRE : DLOCK_OP_TRY;
+			{
+				bool		dup = false;
+
+				for (int k = 0; k < nfresh; k++)
+					dup |= fresh[k]->q.requester == requester;
+				if (dup)
+					continue;
+			}
+			req(op, requester, requester, keys[(x >> 16) % 4], nm[(x >> 24) % 4],
+				(x >> 28) % 2 ? SEC / 2 : 0);
+			n++;
+		}
+		if ((x >> 32) % 17 == 0)
+			fail_commits = 1;
+		o = batch_with(w, nw, NULL, 0);
+		CHECK(o != DLS_FAILED || fail_commits == 0);
+		if (o == DLS_FAILED)
+		{
+			DLsFailure	f;
+
+			failures++;
+			dls_fail(S, &f);
+			for (int i = 0; i < NREQ; i++)
+				pending[i].any = false;
+			if (load() != 0)
+			{
+				CHECK(false);
+				return;
+			}
+			/* the picture equals the store */
+			{
+				int			holders = 0;
+
+				for (int i = 0; i < 4; i++)
+				{
+					DLmLock    *l = dlm_lookup(LM, nm[i]);
+
+					for (DLmHolder *h = l ? dlm_lock_holders(l) : NULL; h; h = dlm_holder_next(h))
+					{
+						holders++;
+						CHECK(row_find(store, nstore, h->token) >= 0);
+					}
+				}
+				CHECK(holders == nstore);
+			}
+		}
+		for (int i = 0; i < NREQ; i++)
+			if (published[i].any && published[i].a.status == DLOCK_STATUS_GRANTED)
+			{
+				if (published[i].a.token <= max_token &&
+					row_find(store, nstore, published[i].a.token) < 0)
+					CHECK(false);	/* a new grant's token must be new */
+				if (published[i].a.token > max_token)
+					max_token = published[i].a.token;
+				forget(i);
+			}
+		clk += (DLockTime) ((x >> 40) % 200000);
+	}
+	CHECK(failures > 100);
+	CHECK(early_publish == 0);
+}
+
+/* The rules both adapters word alike. */
+static void
+owner_words(char *buf, size_t size, bool keyed, int32_t pid, void *arg)
+{
+	(void) arg;
+	if (keyed)
+		snprintf(buf, size, "an owner key (pid %d)", (int) pid);
+	else
+		snprintf(buf, size, "session %d", (int) pid);
+}
+
+static void
+name_words(char *buf, size_t size, const char *name, void *arg)
+{
+	(void) arg;
+	snprintf(buf, size, "%s", name);
+}
+
+static void
+test_rules(void)
+{
+	DLmCycleStep steps[2] = {
+		{false, 11, "a", true, true, 12},
+		{true, 12, "b", false, false, 11},
+	};
+	DLmAnswer	a = {0};
+	char		buf[300];
+	char		small[20];
+	DLsName		names[5] = {{"b", 1, 0}, {"a/c", 3, 1}, {"a", 1, 2}, {"b", 1, 3}, {"ab", 2, 4}};
+
+	CHECK(dls_prefix_covers("/", 1, "/a/b", 4));
+	CHECK(dls_prefix_covers("/a", 2, "/a", 2));
+	CHECK(dls_prefix_covers("/a", 2, "/a/b", 4));
+	CHECK(!dls_prefix_covers("/a", 2, "/ab", 3));
+	CHECK(!dls_prefix_covers("/", 1, "a", 1));
+	CHECK(dls_prefix_covers("m-", 2, "m-1", 3));
+	CHECK(!dls_prefix_covers("m-", 2, "m", 1));
+	CHECK(!dls_prefix_covers("m-", 2, "/m-", 3));
+	CHECK(dls_prefix_covers("", 0, "x", 1));
+	CHECK(!dls_prefix_covers("", 0, "/x", 2));
+
+	CHECK(dls_default_ttl(60 * SEC, 0) == 60 * SEC);
+	CHECK(dls_default_ttl(60 * SEC, 30 * SEC) == 30 * SEC);
+	CHECK(dls_default_ttl(0, 30 * SEC) == 30 * SEC);
+	CHECK(dls_default_ttl(0, 0) == 0);
+
+	a.ncycle = 2;
+	a.cycle = steps;
+	dls_describe_cycle(buf, sizeof(buf), &a, owner_words, name_words, NULL);
+	CHECK(strcmp(buf, "Session 11 waits for \"a\" held by an owner key (pid 12). "
+				  "An owner key (pid 12) waits for \"b\" queued earlier by session 11.") == 0);
+	dls_describe_cycle(small, sizeof(small), &a, owner_words, name_words, NULL);
+	CHECK(strlen(small) == sizeof(small) - 1 && strncmp(small, "Session 11 waits fo", 19) == 0);
+
+	CHECK(dls_sort_names(names, 5) == 4);
+	CHECK(strncmp(names[0].p, "a", names[0].len) == 0 && names[0].len == 1 && names[0].pos == 2);
+	CHECK(names[1].len == 3 && names[2].len == 2 && names[3].len == 1 && names[3].p[0] == 'b');
+}
+
+int
+main(void)
+{
+	test_publish_after_commit();
+	test_deferral();
+	test_order();
+	test_expiry_limit();
+	test_force_release();
+	test_isolation();
+	test_random();
+	test_rules();
+	dls_destroy(S);
+	if (LM)
+		dlm_destroy(LM);
+	printf("service: %d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}
