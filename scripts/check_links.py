@@ -61,13 +61,30 @@ def blocks(text):
     return out
 
 
+def without_code(lines):
+    """The text of blocks() without its code spans (which never cross a
+    blank line: they are stripped paragraph by paragraph)."""
+    paras = "\n".join(lines).split("\n\n")
+    return "\n\n".join(CODE_SPAN.sub("", p) for p in paras)
+
+
 def shown(text):
-    """A heading's text as GitHub shows it."""
-    text = CODE_SPAN.sub(lambda m: m.group(2).strip(), text)
+    """A heading's text as GitHub shows it: code spans as they are, links
+    and emphasis reduced to their text, HTML tags dropped."""
+    parts = []
+    pos = 0
+    for m in CODE_SPAN.finditer(text):
+        parts.append(prose_inline(text[pos:m.start()]))
+        parts.append(m.group(2).strip())
+        pos = m.end()
+    parts.append(prose_inline(text[pos:]))
+    return "".join(parts).strip()
+
+
+def prose_inline(text):
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"<[^>]+>", "", text)
-    text = re.sub(r"(\*\*|__|\*)", "", text)
-    return text.strip()
+    return re.sub(r"(\*\*|__|\*)", "", text)
 
 
 def slug(heading):
@@ -93,7 +110,7 @@ def anchors(path):
                 n = seen.get(s, 0)
                 seen[s] = n + 1
                 found.add(s if n == 0 else "%s-%d" % (s, n))
-        for m in HTML_ANCHOR.finditer("\n".join(lines)):
+        for m in HTML_ANCHOR.finditer(without_code(lines)):
             found.add(m.group(1))
         _anchors[path] = found
     return _anchors[path]
@@ -102,10 +119,7 @@ def anchors(path):
 def links(path):
     """The link targets of a Markdown file, in order."""
     with open(path, encoding="utf-8") as f:
-        lines = blocks(f.read())
-    # code spans never cross a blank line: strip them paragraph by paragraph
-    paras = "\n".join(lines).split("\n\n")
-    text = "\n\n".join(CODE_SPAN.sub("", p) for p in paras)
+        text = without_code(blocks(f.read()))
     found = []
     for m in INLINE_LINK.finditer(text):
         found.append((m.start(), m.group(1)))
