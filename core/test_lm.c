@@ -2,7 +2,7 @@
 /*
  * test_lm.c
  *		Unit tests of the lock manager through its public interface
- *		(dlock_lm.h): one or more per rule of the top-level README's
+ *		(dlock_lm.h): one or more per rule of docs/postgresql.md's
  *		Semantics and of core/README sections 3-9, a crowd of 40,000 shared
  *		holders (timed, not asserted), determinism over two hash seeds and an
  *		allocator that fails after K allocations.
@@ -2412,7 +2412,7 @@ test_release_all(void)
 
 	/*
 	 * a waiting acquire_all: each name is a waiter (README 4.3 counts
-	 * non-implied waiters; the top-level README says "locks and requests")
+	 * non-implied waiters; docs/postgresql.md says "locks and requests")
 	 */
 	{
 		static const char *const de[] = {"d", "e"};

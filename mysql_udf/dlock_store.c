@@ -594,7 +594,7 @@ store_installed(int *installed, DlockErr *err)
 /*
  * Whether this server may be the lock service.  A Galera node may not: every
  * node would run its own lock manager over the same replicated tables, and
- * two of them can grant one lock (README, Galera).  A read-only server or
+ * two of them can grant one lock (docs/mariadb.md, Galera).  A read-only server or
  * one whose replication threads run may not either: it is a replica (or a
  * demoted primary) whose dlock tables the primary writes, and a grant of
  * its own would diverge from the primary's.  Asked before the tables are

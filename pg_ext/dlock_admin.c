@@ -3,7 +3,7 @@
  *
  * dlock_admin.c
  *		The worker's side of dlock_force_release and dlock_force_release_all
- *		(README: Administration): an administrator's release of another
+ *		(docs/operations.md: Administration): an administrator's release of another
  *		owner's locks, carried out with RELEASE / RELEASE_ALL requests on the
  *		holders' behalf, remembered with its reason so that the holder's
  *		next renew, release or convert of it is told why (DL001), and

@@ -50,6 +50,10 @@ run_pair() {
 section "dependencies"
 "$ROOT/scripts/deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
 
+section "documentation: every link and #anchor of README.md and docs/ resolves (no server)"
+/usr/bin/python3 scripts/check_links.py > "$DIR/links.log" 2>&1; rc=$?
+cat "$DIR/links.log"; record_from links "$DIR/links.log" $rc
+
 section "build and install the PostgreSQL extension"
 make -s -C pg_ext >/dev/null && make -s -C pg_ext install >/dev/null ||
     { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }

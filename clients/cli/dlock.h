@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Exit codes (sysexits.h where one fits); documented in README.md. */
+/* Exit codes (sysexits.h where one fits); documented in docs/clients.md. */
 #define EXIT_NOT_HELD		1	/* release: not held; leader: nobody leads */
 #define EXIT_LEASE_LOST		70	/* the lease was lost while the command ran */
 #define EXIT_OSERR			71	/* fork, pipes, signals failed */

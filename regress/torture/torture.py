@@ -872,7 +872,7 @@ class Client:
                 # a grant made after its call gave up (the lock manager
                 # restarted meanwhile, its answer left staged): by design
                 # the session's next dlock call gives it back first
-                # (README, Semantics); make one that changes nothing else
+                # (docs/postgresql.md, Semantics); make one that changes nothing else
                 self.q("SELECT dlock_release_all(%s)", ("never-used-" + self.who,))
                 self.rec.count("grants given back by the session's next call")
                 nudged = True
@@ -1800,7 +1800,7 @@ class Run:
                 failed += 1
             else:
                 passed += 1
-        # one summary row, as in the README
+        # one summary row, as in docs/reliability.md
         faults = "; ".join("%d %s" % (v, k) for k, v in sorted(rec.faults.items()))
         nviol = sum(len(rec.violations.get(c, [])) for c in categories)
         print("| %s | %d threads + %d processes | %.0f s | %d | %s | %d | exclusion %d, tokens"

@@ -139,7 +139,7 @@ def main():
               r.returncode == 0, r.stderr[-500:])
         after = q(admin, LOCKS)
         # the reload decides waiting calls again, in their order, with new
-        # tickets (README): compare the holders and kept places exactly
+        # tickets (docs/operations.md: Upgrading): compare the holders and kept places exactly
         kept_rows = [r for r in before if r[2] == 1 or r[3] is not None]
         check("after: every holder, token, lease end and kept place as before",
               [r for r in after if r[2] == 1 or r[3] is not None] == kept_rows,

@@ -242,7 +242,7 @@ CREATE OR REPLACE FUNCTION dlock_reload              RETURNS INTEGER SONAME 'dlo
 CREATE OR REPLACE FUNCTION dlock_stats               RETURNS STRING  SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_stats_reset         RETURNS INTEGER SONAME 'dlock_udf.so';
 
--- The lock manager's statistics (README: Monitoring), one row taken apart
+-- The lock manager's statistics (docs/operations.md: Monitoring), one row taken apart
 -- from one snapshot; dlock_stats() itself lets only dlock_monitor and
 -- dlock_admin see them (the view runs in the caller's security context).
 CREATE OR REPLACE SQL SECURITY INVOKER VIEW dlock.stats AS
