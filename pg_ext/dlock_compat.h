@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: PostgreSQL */
 /*-------------------------------------------------------------------------
  * dlock_compat.h
  *		The PostgreSQL server APIs that changed between the supported

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # scripts/check.sh — `make check`: install what is missing, build, run every
 # suite on throwaway servers, stop them, and end with one line
 # "N passed, M failed".  Exits non-zero on any failure.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: PostgreSQL
 # regress/mysql/run.sh - build, install and test the dlock MariaDB plugin.
 #
 # Installs missing Debian packages, builds mysql_udf/ and installs

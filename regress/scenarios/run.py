@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: PostgreSQL
 """Multi-session scenarios for dlock.
 
 PostgreSQL's isolation tester cannot see a wait on dlock's latch (it only
