@@ -421,6 +421,26 @@ force_release_all(DLockService *s, const DLsRequest *r)
  * The batch
  * --------------------------------------------------------------------- */
 
+void
+dls_undo_of(const DLmRequest *grant, DLmRequest *undo)
+{
+	memset(undo, 0, sizeof(*undo));
+	undo->op = DLOCK_OP_RELEASE;
+	undo->requester = DLM_NOBODY;
+	undo->owner_key = grant->owner_key;
+	undo->pid = grant->pid;
+	undo->session_start = grant->session_start;
+	undo->any_role = true;
+	undo->names = grant->names;
+	undo->nnames = grant->nnames;
+}
+
+int
+dls_deferred(const DLockService *s)
+{
+	return s->deferred;
+}
+
 static void
 execute(DLockService *s, const DLsRequest *r)
 {
@@ -454,12 +474,14 @@ decide(DLockService *s, const DLsBatch *b)
 			return -1;
 		for (int i = 0; i < b->nwithdrawn; i++)
 		{
-			if (dlm_waiter_of(lm, b->withdrawn[i].requester) == NULL)
-				continue;		/* decided already: its answer stands */
-			if (b->withdrawn[i].timed_out)
-				s->counted.timeouts++;
-			else
-				s->counted.cancels++;
+			/* a wait given up counts; a request not decided yet is just CANCELED */
+			if (dlm_waiter_of(lm, b->withdrawn[i].requester) != NULL)
+			{
+				if (b->withdrawn[i].timed_out)
+					s->counted.timeouts++;
+				else
+					s->counted.cancels++;
+			}
 			ids[n++] = b->withdrawn[i].requester;
 		}
 		/* all at once: none of them is granted on the way */
@@ -473,11 +495,9 @@ decide(DLockService *s, const DLsBatch *b)
 
 		if (e->uncollected)
 		{
-			DLmRequest	undo = *e->uncollected;
+			DLmRequest	undo;
 
-			undo.op = DLOCK_OP_RELEASE;
-			undo.requester = DLM_NOBODY;
-			undo.any_role = true;
+			dls_undo_of(e->uncollected, &undo);
 			(void) dlm_request(lm, &undo, s->now);
 		}
 		dlm_session_end(lm, e->pid, e->session_start, e->requester, s->now);
@@ -751,9 +771,7 @@ dls_prefix_covers(const char *prefix, size_t plen, const char *name, size_t len)
 int64_t
 dls_default_ttl(int64_t default_us, int64_t max_us)
 {
-	if (max_us > 0 && (default_us <= 0 || default_us > max_us))
-		return max_us;
-	return default_us > 0 ? default_us : 0;
+	return max_us > 0 && default_us > max_us ? max_us : default_us;
 }
 
 static void
@@ -775,11 +793,13 @@ dls_describe_cycle(char *buf, size_t size, const DLmAnswer *a,
 				   DLsOwnerWords owner, DLsNameWords name, void *arg)
 {
 	size_t		len = 0;
-	char		part[256];
 
 	if (size == 0)
 		return;
 	buf[0] = '\0';
+	/* the adapter words each part in place: names may be long */
+#define WORDS(call) \
+	do { if (len + 1 < size) { call; len += strlen(buf + len); } } while (0)
 	for (int i = 0; i < a->ncycle; i++)
 	{
 		const DLmCycleStep *st = &a->cycle[i];
@@ -788,18 +808,16 @@ dls_describe_cycle(char *buf, size_t size, const DLmAnswer *a,
 		if (len > 0)
 			append(buf, size, &len, " ");
 		start = len;
-		owner(part, sizeof(part), st->waiter_keyed, st->waiter_pid, arg);
-		append(buf, size, &len, part);
+		WORDS(owner(buf + len, size - len, st->waiter_keyed, st->waiter_pid, arg));
 		if (start < len && buf[start] >= 'a' && buf[start] <= 'z')
 			buf[start] = (char) (buf[start] - 'a' + 'A');
 		append(buf, size, &len, " waits for \"");
-		name(part, sizeof(part), st->lock, arg);
-		append(buf, size, &len, part);
+		WORDS(name(buf + len, size - len, st->lock, arg));
 		append(buf, size, &len, st->held ? "\" held by " : "\" queued earlier by ");
-		owner(part, sizeof(part), st->blocker_keyed, st->blocker_pid, arg);
-		append(buf, size, &len, part);
+		WORDS(owner(buf + len, size - len, st->blocker_keyed, st->blocker_pid, arg));
 		append(buf, size, &len, ".");
 	}
+#undef WORDS
 }
 
 int

@@ -110,7 +110,10 @@ typedef struct DLsRequest
 	bool		withdraw_after;
 } DLsRequest;
 
-/* A waiting request its caller gave up. */
+/*
+ * A request its caller gave up: waiting (withdrawn), or not decided yet
+ * (answered CANCELED, never run).  Never one already answered otherwise.
+ */
 typedef struct DLsWithdrawal
 {
 	int			requester;
@@ -180,6 +183,14 @@ extern void dls_destroy(DLockService *s);
 extern void dls_manager_config(DLockService *s, DLmConfig *cfg);
 
 /*
+ * The release that gives back what grant was granted (all its names), on
+ * its owner's behalf whoever asks (answered to nobody).
+ */
+extern void dls_undo_of(const DLmRequest *grant, DLmRequest *undo);
+/* Batches decided whose writes wait for a later commit (18.3). */
+extern int	dls_deferred(const DLockService *s);
+
+/*
  * A new picture lm (created with dls_manager_config, empty) from the
  * store: its rows, sessions gone dropped, the grace applied, what it lets
  * through granted, and the result committed (flushed).  The old picture is
@@ -224,15 +235,18 @@ extern bool dls_prefix_covers(const char *prefix, size_t plen,
 							  const char *name, size_t len);
 
 /*
- * An owner's lease when the call gives none: the configured default,
- * within the configured maximum (0: none of either).
+ * An owner key's lease when the call gives none (a lock that outlives its
+ * session must end some day): the configured default, within the
+ * configured maximum (0: no maximum).
  */
 extern int64_t dls_default_ttl(int64_t default_us, int64_t max_us);
 
 /*
  * A deadlock's cycle in wait order, one sentence per edge, into buf (cut
- * at size).  owner words a participant ("session 42", "an owner key (pid
- * 42)": never the key), name a lock's name as the database shows names.
+ * at size, bytewise: the adapter clips its message on a character).  owner
+ * words a participant ("session 42", "an owner key (pid 42)": never the
+ * key), name a lock's name as the database shows names; each writes a
+ * NUL-terminated string into the room it is given.
  */
 typedef void (*DLsOwnerWords) (char *buf, size_t size, bool keyed, int32_t pid, void *arg);
 typedef void (*DLsNameWords) (char *buf, size_t size, const char *name, void *arg);

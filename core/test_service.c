@@ -468,6 +468,17 @@ test_order(void)
 	CHECK(batch() == DLS_DONE);
 	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "x", 0);
 	(void) batch();
+	/* a request given up before it was decided: CANCELED, never run */
+	{
+		DLsWithdrawal w5 = {5, false};
+
+		req(DLOCK_OP_ACQUIRE, 5, 5, NULL, "fresh", 0);
+		nfresh = 0;				/* collected as a withdrawal only */
+		CHECK(batch_with(&w5, 1, NULL, 0) == DLS_DONE);
+		CHECK(status_of(5) == DLOCK_STATUS_CANCELED);
+		CHECK(dlm_lookup(LM, "fresh") == NULL);
+		CHECK(dls_counters(S)->cancels == 0);
+	}
 	/* waiter 1 withdrawn and session 0 ended in one batch: 1 is not granted */
 	CHECK(batch_with(&w, 1, &e, 1) == DLS_DONE);
 	CHECK(dlm_lookup(LM, "x") == NULL);
@@ -822,8 +833,7 @@ test_rules(void)
 
 	CHECK(dls_default_ttl(60 * SEC, 0) == 60 * SEC);
 	CHECK(dls_default_ttl(60 * SEC, 30 * SEC) == 30 * SEC);
-	CHECK(dls_default_ttl(0, 30 * SEC) == 30 * SEC);
-	CHECK(dls_default_ttl(0, 0) == 0);
+	CHECK(dls_default_ttl(20 * SEC, 30 * SEC) == 20 * SEC);
 
 	a.ncycle = 2;
 	a.cycle = steps;

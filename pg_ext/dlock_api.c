@@ -32,6 +32,7 @@
 
 #include "dlock.h"
 #include "dlock_compat.h"
+#include "dlock_service.h"
 
 PG_FUNCTION_INFO_V1(dlock_acquire);
 PG_FUNCTION_INFO_V1(dlock_try_acquire);
@@ -1101,12 +1102,8 @@ acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg, int mo
 	arg_owner(fcinfo, owner_arg, &req->owner, &req->owner_len);
 	/* a lock that outlives its session must end some day */
 	if (req->owner && req->ttl_us == 0)
-	{
-		req->ttl_us = (int64) dlock_default_ttl_ms * 1000;
-		/* dlock.default_ttl is the user's; dlock.max_ttl still bounds it */
-		if (dlock_max_ttl_s > 0)
-			req->ttl_us = Min(req->ttl_us, (int64) dlock_max_ttl_s * USECS_PER_SEC);
-	}
+		req->ttl_us = dls_default_ttl((int64) dlock_default_ttl_ms * 1000,
+									  (int64) dlock_max_ttl_s * USECS_PER_SEC);
 	req->keep_place = keep_arg >= 0 && keep_arg < PG_NARGS() &&
 		!PG_ARGISNULL(keep_arg) && PG_GETARG_BOOL(keep_arg);
 	/* a session's request ends with its calls: nobody could come back for it */
@@ -1162,20 +1159,10 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	return token_or_null(fcinfo, &req, "acquire");
 }
 
-typedef struct NameRef
-{
-	const char *p;
-	int			len;
-} NameRef;
-
 static int
-nameref_cmp(const void *a, const void *b)
+name_bsearch_cmp(const void *a, const void *b)
 {
-	const NameRef *x = a;
-	const NameRef *y = b;
-	int			c = memcmp(x->p, y->p, Min(x->len, y->len));
-
-	return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
+	return dls_name_cmp(a, b);
 }
 
 /*
@@ -1194,8 +1181,8 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
-	NameRef    *refs;
-	NameRef    *sorted;
+	DLsName    *refs;
+	DLsName    *sorted;
 	int			nunique = 0;
 	StringInfoData packed;
 	Datum	   *out;
@@ -1215,7 +1202,7 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lock names must not be empty")));
-	refs = palloc(sizeof(NameRef) * n);
+	refs = palloc(sizeof(DLsName) * n);
 	for (int i = 0; i < n; i++)
 	{
 		text	   *t;
@@ -1227,20 +1214,18 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 		t = DatumGetTextPP(elems[i]);
 		refs[i].p = VARDATA_ANY(t);
 		refs[i].len = VARSIZE_ANY_EXHDR(t);
+		refs[i].pos = i;
 		dlock_check_name_arg(refs[i].p, refs[i].len);
 		dlock_check_namespace(refs[i].p, refs[i].len);
 	}
 
-	/* one deterministic order: byte order, duplicates once */
-	sorted = palloc(sizeof(NameRef) * n);
-	memcpy(sorted, refs, sizeof(NameRef) * n);
-	qsort(sorted, n, sizeof(NameRef), nameref_cmp);
+	/* the lock manager's order (core/README 18.8), duplicates once */
+	sorted = palloc(sizeof(DLsName) * n);
+	memcpy(sorted, refs, sizeof(DLsName) * n);
+	nunique = dls_sort_names(sorted, n);
 	initStringInfo(&packed);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < nunique; i++)
 	{
-		if (nunique > 0 && nameref_cmp(&sorted[nunique - 1], &sorted[i]) == 0)
-			continue;
-		sorted[nunique++] = sorted[i];
 		appendBinaryStringInfo(&packed, sorted[i].p, sorted[i].len);
 		appendStringInfoChar(&packed, '\0');
 	}
@@ -1268,7 +1253,7 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
 	out = palloc(sizeof(Datum) * n);
 	for (int i = 0; i < n; i++)
 	{
-		NameRef    *hit = bsearch(&refs[i], sorted, nunique, sizeof(NameRef), nameref_cmp);
+		DLsName    *hit = bsearch(&refs[i], sorted, nunique, sizeof(DLsName), name_bsearch_cmp);
 
 		out[i] = Int64GetDatum(reply.tokens[hit - sorted]);
 	}

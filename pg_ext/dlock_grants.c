@@ -38,6 +38,7 @@
 #include "utils/syscache.h"
 
 #include "dlock.h"
+#include "dlock_service.h"
 
 PG_FUNCTION_INFO_V1(dlock_grant);
 PG_FUNCTION_INFO_V1(dlock_revoke);
@@ -254,22 +255,6 @@ load_grants(Oid user, uint64 generation)
 	cache_valid = true;
 }
 
-static bool
-under_prefix(const char *name, int len, const Prefix *g)
-{
-	if (g->p[0] == '/')
-	{
-		if (len == 0 || name[0] != '/')
-			return false;
-		if (g->len == 1)
-			return true;		/* "/": every path */
-		return len >= g->len && memcmp(name, g->p, g->len) == 0 &&
-			(len == g->len || name[g->len] == '/');
-	}
-	return len >= g->len && (len == 0 || name[0] != '/') &&
-		memcmp(name, g->p, g->len) == 0;
-}
-
 /*
  * dlock_check_namespace
  *		Raise 42501 unless the current user may lock the name.  Intentions a
@@ -293,7 +278,7 @@ granted(Oid user, const char *name, int len)
 	if (cache_n == 0)
 		return -1;
 	for (int i = 0; i < cache_n; i++)
-		if (under_prefix(name, len, &cache_prefixes[i]))
+		if (dls_prefix_covers(cache_prefixes[i].p, cache_prefixes[i].len, name, len))
 			return 1;
 	return 0;
 }

@@ -9,9 +9,10 @@
  * The tables are the durable truth: a batch that fails is rolled back and
  * the picture is rebuilt from them (they still hold the last committed
  * batch); the failed requests are then retried one per batch, and one that
- * fails alone gets the error as its answer.  Tickets below the stored
- * counter may have been handed out: a new picture starts at the counter,
- * so tokens never go back, across restarts and crashes.
+ * fails alone gets the error as its answer (the service's policy,
+ * core/README 18.6).  Tickets below the stored counter may have been
+ * handed out: a new picture starts at the counter, so tokens never go
+ * back, across restarts and crashes.
  */
 #include "postgres.h"
 
@@ -57,9 +58,9 @@ picture_free(void *arg, void *ptr, size_t size)
 	pfree(ptr);
 }
 
-/* A new, empty lock manager; the old one's memory goes. */
+/* A new, empty lock manager answering through the service; the old one's memory goes. */
 static DLockManager *
-picture_reset(void)
+picture_reset(DLockService *service)
 {
 	DLmConfig	cfg = {0};
 
@@ -84,7 +85,7 @@ picture_reset(void)
 	cfg.queue_row_delay_us = (int64) dlock_queue_row_delay_ms * 1000;
 	cfg.max_objects = dlock_max_locks;
 	cfg.max_parts = dlock_max_request_parts;
-	cfg.answer = dlock_on_answer;
+	dls_manager_config(service, &cfg);
 	picture = dlm_create(&cfg);
 	if (picture == NULL)
 		elog(ERROR, "could not create the dlock lock manager");
@@ -105,6 +106,18 @@ static DLmError
 load_kept_rows(const DLmWaiterRow *rows, int n)
 {
 	return dlm_load_kept(picture, rows, n);
+}
+
+/* The service's DLsLoad.rows: the counter, the held and the kept rows. */
+static int
+load_rows(void *arg, DLockManager *lm, char *err, size_t errlen)
+{
+	dlock_store_check_version();
+	dlock_store_set_logged(dlock_logged);
+	dlm_set_counter(lm, dlock_store_load_counter());
+	dlock_store_load_held(load_held_row);
+	dlock_store_load_kept(load_kept_rows);
+	return 0;
 }
 
 /* Whether a session that owns locks in the tables still runs. */
@@ -128,59 +141,38 @@ session_alive(void *arg, int32_t pid, int64_t session_start)
 
 /*
  * reload
- *		Rebuild the picture from the tables, in a transaction of its own:
- *		drop the locks of sessions that are gone, and give leases the
- *		restart grace after a server restart.  Requests still waiting in
- *		slots, or being decided when the last batch failed, are submitted
- *		again: the next batch takes them in their old submission order, so
- *		they queue again in their old order, with new tickets.  Answers a
- *		predecessor committed and staged are staged for this worker to
- *		release, not decided again.  *confirm_upto: what a synchronous
- *		standby must confirm first (the picture may hold what a predecessor
- *		committed but never answered).  Returns
- *		NULL if the extension is not installed in this database.
+ *		Rebuild the picture from the tables, in a transaction of its own
+ *		(the service loads it, core/README 18.7: sessions that are gone lose
+ *		their locks, leases get the restart grace after a server restart).
+ *		Requests still waiting in slots, or being decided when the last
+ *		batch failed, are submitted again: the next batch takes them in
+ *		their old submission order, so they queue again in their old order,
+ *		with new tickets.  Answers a predecessor committed and staged are
+ *		staged for this worker to release, not decided again (the load's
+ *		commit says what a synchronous standby must confirm first).
+ *		Returns false if the extension is not installed in this database.
  */
-DLockManager *
-reload(XLogRecPtr *confirm_upto)
+bool
+reload(DLockService *service)
 {
-	TimestampTz now;
 	bool		fresh;
 	int			resubmitted = 0;
-	XLogRecPtr	loaded_upto;
-	XLogRecPtr	upto;
-
-	DLockManager *lm = picture_reset();
+	DLsLoad		load = {0};
+	char		err[256];
+	DLockManager *lm = picture_reset(service);
 
 	MemoryContextSwitchTo(slots_batch_begin(false));
 	dlock_store_begin();
-	*confirm_upto = InvalidXLogRecPtr;
 	if (!dlock_store_installed())
 	{
 		(void) dlock_store_commit(true);
 		MemoryContextSwitchTo(TopMemoryContext);
-		return NULL;
+		return false;
 	}
-	dlock_store_check_version();
-	now = GetCurrentTimestamp();
-	dlock_store_set_logged(dlock_logged);
-	dlm_set_counter(picture, dlock_store_load_counter());
-	dlock_store_load_held(load_held_row);
-	dlock_store_load_kept(load_kept_rows);
 
 	SpinLockAcquire(&dlock_shared->mutex);
 	fresh = dlock_shared->fresh;
 	SpinLockRelease(&dlock_shared->mutex);
-
-	/* sessions that ended while no worker was looking */
-	(void) dlm_drop_sessions(picture, session_alive, NULL);
-
-	/* leases that ran out while the server was down get a grace */
-	if (fresh && dlock_restart_grace_ms > 0)
-		(void) dlm_extend_leases(picture, now + (int64) dlock_restart_grace_ms * 1000);
-	/* kept places the picture now lets through (a dropped session's lock) */
-	dlm_load_done(picture, now);
-	if (dlm_broken(picture))
-		elog(ERROR, "out of memory in the dlock lock manager");
 
 	/* requests in the slots */
 	for (int i = 0; i < dlock_shared->nslots; i++)
@@ -198,12 +190,13 @@ reload(XLogRecPtr *confirm_upto)
 	}
 	slots_scan_all();			/* the resubmitted are marked by nobody */
 
-	/* everything committed when the picture was read */
-	loaded_upto = GetXLogInsertRecPtr();
-	dlock_store_batch(lm);
-	upto = dlock_store_commit(true);
-	*confirm_upto = dlock_store_standby_waits() ? Max(upto, loaded_upto) : InvalidXLogRecPtr;
-	dlm_settle(lm);
+	load.rows = load_rows;
+	load.session_alive = session_alive;
+	/* leases that ran out while the server was down get a grace */
+	if (fresh && dlock_restart_grace_ms > 0)
+		load.grace_until = GetCurrentTimestamp() + (int64) dlock_restart_grace_ms * 1000;
+	if (dls_load(service, lm, &load, err, sizeof(err)) != 0)
+		elog(ERROR, "%s", err);
 	slots_stage(lm);
 	slots_adopt_staged();		/* a predecessor's answers: decided, not yet released */
 	MemoryContextSwitchTo(TopMemoryContext);
@@ -214,18 +207,18 @@ reload(XLogRecPtr *confirm_upto)
 
 	ereport(LOG,
 			(errmsg("dlock lock manager ready in database \"%s\": %ld locks held, %d requests resubmitted",
-					dlock_database, (long) dlm_nlocks(picture), resubmitted)));
-	return lm;
+					dlock_database, (long) dlm_nlocks(lm), resubmitted)));
+	return true;
 }
 
 /*
  * recover
- *		After an error in a batch: roll back, and take the next requests one
- *		at a time (the caller rebuilds the picture from the tables).  A
- *		request that failed alone gets the error as its answer.
+ *		After an error in a batch or a load: roll back (the service dropped
+ *		the picture; the next pass rebuilds it from the tables).  A request
+ *		that failed alone gets the error as its answer.
  */
-bool
-recover(const char *message, int isolated_slot)
+void
+recover(const char *message, int failed_slot)
 {
 	AbortCurrentTransaction();
 	dlock_store_forget_plans();
@@ -233,10 +226,6 @@ recover(const char *message, int isolated_slot)
 	slots_forget();
 	MemoryContextSwitchTo(TopMemoryContext);
 	picture = NULL;
-	if (isolated_slot >= 0)
-	{
-		slots_fail_isolated(isolated_slot, message);
-		return false;
-	}
-	return true;
+	if (failed_slot >= 0)
+		slots_fail_isolated(failed_slot, message);
 }

@@ -8,17 +8,16 @@
 #ifndef DLOCK_RECOVERY_H
 #define DLOCK_RECOVERY_H
 
-#include "access/xlogdefs.h"
-
 #include "dlock.h"
+#include "dlock_service.h"
 
-/* A lock manager loaded from the tables; NULL if dlock is not installed. */
-extern DLockManager *reload(XLogRecPtr *confirm_upto);
+/* The service's picture loaded from the tables; false if dlock is not installed. */
+extern bool reload(DLockService *service);
 
 /*
- * After a failed batch: roll back and fail the request taken alone, if
- * any.  Returns whether the next batches take one request at a time.
+ * After a failed batch or load (dls_fail said which request failed
+ * alone, if any): roll back and answer that request with the error.
  */
-extern bool recover(const char *message, int isolated_slot);
+extern void recover(const char *message, int failed_slot);
 
 #endif							/* DLOCK_RECOVERY_H */

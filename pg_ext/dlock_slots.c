@@ -173,61 +173,20 @@ answer_error(int slotno, DLockStatus status, const char *msg)
 	copy_message(o->errmsg, msg);
 }
 
-/* The answer this batch gave the slot so far (NONE: none yet). */
-DLockStatus
-slots_answer_status(int slotno)
-{
-	Outcome    *o = &outcomes[slotno];
-
-	return o->listed && o->answered ? o->status : DLOCK_STATUS_NONE;
-}
-
-/* An administrator released what the slot's request found not held. */
-void
-slots_answer_revoked(int slotno, const char *reason)
-{
-	answer_error(slotno, DLOCK_STATUS_REVOKED, reason);
-}
-
-void
-slots_answer_count(int slotno, int32 count)
-{
-	answer_slot(slotno, DLOCK_STATUS_COUNT, 0, 0, count);
-}
-
 /* An owner in a deadlock's DETAIL: keys are secrets, so no key. */
 static void
-describe_owner(StringInfo buf, bool keyed, int pid)
+owner_words(char *buf, size_t size, bool keyed, int32 pid, void *arg)
 {
 	if (keyed)
-		appendStringInfo(buf, "an owner key (pid %d)", pid);
+		snprintf(buf, size, "an owner key (pid %d)", (int) pid);
 	else
-		appendStringInfo(buf, "session %d", pid);
+		snprintf(buf, size, "session %d", (int) pid);
 }
 
-/* The cycle in wait order, one sentence per edge. */
-static char *
-describe_cycle(const DLmAnswer *a)
+static void
+name_words(char *buf, size_t size, const char *name, void *arg)
 {
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	for (int i = 0; i < a->ncycle; i++)
-	{
-		const DLmCycleStep *st = &a->cycle[i];
-		int			start;
-
-		if (buf.len > 0)
-			appendStringInfoChar(&buf, ' ');
-		start = buf.len;
-		describe_owner(&buf, st->waiter_keyed, st->waiter_pid);
-		appendStringInfo(&buf, " waits for \"%s\" %s ", st->lock,
-						 st->held ? "held by" : "queued earlier by");
-		describe_owner(&buf, st->blocker_keyed, st->blocker_pid);
-		appendStringInfoChar(&buf, '.');
-		buf.data[start] = pg_toupper((unsigned char) buf.data[start]);
-	}
-	return buf.data;
+	strlcpy(buf, name, size);
 }
 
 /* The lock manager's answer callback (DLmConfig.answer). */
@@ -242,7 +201,17 @@ dlock_on_answer(void *arg, int slotno, const DLmAnswer *a)
 			outcome_of(slotno)->queued = true;	/* its ticket is published */
 			break;
 		case DLOCK_STATUS_DEADLOCK:
-			answer_error(slotno, DLOCK_STATUS_DEADLOCK, describe_cycle(a));
+			{
+				/* cut to the message by copy_message, on a character boundary */
+				char		cycle[DLOCK_ERRMSG_LEN * 4];
+
+				dls_describe_cycle(cycle, sizeof(cycle), a, owner_words, name_words, NULL);
+				answer_error(slotno, DLOCK_STATUS_DEADLOCK, cycle);
+			}
+			break;
+		case DLOCK_STATUS_REVOKED:
+			/* an administrator released what the request found not held */
+			answer_error(slotno, DLOCK_STATUS_REVOKED, a->reason ? a->reason : "");
 			break;
 		case DLOCK_STATUS_ERROR:
 			answer_error(slotno, DLOCK_STATUS_ERROR, dlm_error_message(a->error));
@@ -292,7 +261,7 @@ slots_unconfirmed(void)
 			continue;
 		}
 		copy_request(slot, slotno, r);
-		undo = slot->status == DLOCK_STATUS_GRANTED && dlock_op_grants(r->op);
+		undo = slot->status == DLOCK_STATUS_GRANTED && dlock_op_grants(r->ds.q.op);
 		slot->status = DLOCK_STATUS_UNCONFIRMED;
 		copy_message(slot->errmsg, undo ?
 					 "synchronous_standby_names stopped naming a standby while the lock manager's commit waited for one; the grant was released again." :
@@ -363,7 +332,7 @@ slots_collect(List **ended, List **withdrawn, List **fresh, bool one_fresh)
 		for_each_from(lc, *fresh, 1)
 		{
 			Request    *r = lfirst(lc);
-			DLockSlot  *slot = dlock_slot(r->slotno);
+			DLockSlot  *slot = dlock_slot(r->ds.q.requester);
 
 			SpinLockAcquire(&slot->mutex);
 			if (slot->state == DLOCK_SLOT_ACCEPTED)
@@ -407,7 +376,7 @@ collect_slot(int i, List **ended, List **withdrawn, List **fresh)
 		r = palloc(sizeof(Request));
 		copy_request(slot, i, r);
 		SpinLockRelease(&slot->mutex);
-		r->withdraw_after = true;
+		r->ds.withdraw_after = true;
 		*fresh = lappend(*fresh, r);
 	}
 	else if (slot->cancel &&
@@ -431,46 +400,56 @@ collect_slot(int i, List **ended, List **withdrawn, List **fresh)
 		SpinLockRelease(&slot->mutex);
 }
 
-/* Copy a slot's request; caller holds the slot's mutex. */
+/*
+ * Copy a slot's request as the service takes it; caller holds the slot's
+ * mutex.
+ */
 static void
 copy_request(DLockSlot *slot, int slotno, Request *r)
 {
-	r->slotno = slotno;
+	DLmRequest *q = &r->ds.q;
+	char	  **names;
+
+	memset(r, 0, sizeof(Request));
 	r->seq = slot->seq;
 	r->withdraw_timeout = slot->cancel_timeout;
-	r->op = slot->op;
-	r->mode = slot->mode;
-	r->ttl_us = slot->ttl_us;
-	r->max_ttl_us = slot->max_ttl_us;
-	r->timeout_at = slot->timeout_at;
-	r->keep_place = slot->keep_place;
-	r->capacity = slot->capacity;
-	r->permits = slot->permits;
-	r->election = slot->election;
-	r->value = slot->value_len >= 0 ?
+	q->op = slot->op;
+	q->requester = slotno;
+	q->mode = slot->mode;
+	q->ttl_us = slot->ttl_us;
+	q->max_ttl_us = slot->max_ttl_us;
+	q->timeout_at = slot->timeout_at;
+	q->keep_place = slot->keep_place;
+	q->capacity = slot->capacity;
+	q->permits = slot->permits;
+	q->election = slot->election;
+	q->value = slot->value_len >= 0 ?
 		pnstrdup(dlock_slot_value(slot), slot->value_len) : NULL;
-	r->withdraw_after = false;
-	r->pid = slot->pid;
-	r->session_start = slot->session_start;
-	r->role = slot->role;
-	r->any_role = slot->any_role;
-	r->quotas = slot->quotas;
+	q->pid = slot->pid;
+	q->session_start = slot->session_start;
+	q->role = slot->role;
+	q->any_role = slot->any_role;
+	q->role_max_locks = slot->quotas.max_locks;
+	q->owner_max_locks = slot->quotas.max_locks_per_owner;
+	q->role_max_bytes = slot->quotas.max_bytes;
+	q->owner_max_bytes = slot->quotas.max_bytes_per_owner;
 	/* several names, NUL-separated: acquire_all, or a release undoing one */
-	r->nnames = slot->nnames;
-	r->names = palloc(sizeof(char *) * r->nnames);
-	if (r->nnames > 1)
+	q->nnames = slot->nnames;
+	names = palloc(sizeof(char *) * q->nnames);
+	if (q->nnames > 1)
 	{
 		const char *p = dlock_slot_name(slot);
 
-		for (int i = 0; i < r->nnames; i++)
+		for (int i = 0; i < q->nnames; i++)
 		{
-			r->names[i] = pstrdup(p);
+			names[i] = pstrdup(p);
 			p += strlen(p) + 1;
 		}
 	}
 	else
-		r->names[0] = pnstrdup(dlock_slot_name(slot), slot->name_len);
-	r->owner = slot->owner_len > 0 ?
+		names[0] = pnstrdup(dlock_slot_name(slot), slot->name_len);
+	q->names = (const char *const *) names;
+	q->owner_key = slot->owner_len > 0 ?
 		pnstrdup(dlock_slot_owner(slot), slot->owner_len) : NULL;
 }
 
@@ -623,11 +602,11 @@ slots_refuse_all(DLockStatus status, const char *why)
 	MemoryContextSwitchTo(slots_batch_begin(false));
 	slots_collect(&ended, &withdrawn, &fresh, false);
 	foreach(lc, ended)
-		outcome_of(((Request *) lfirst(lc))->slotno)->end_session = true;
+		outcome_of(((Request *) lfirst(lc))->ds.q.requester)->end_session = true;
 	foreach(lc, withdrawn)
-		answer_slot(((Request *) lfirst(lc))->slotno, DLOCK_STATUS_CANCELED, 0, 0, 0);
+		answer_slot(((Request *) lfirst(lc))->ds.q.requester, DLOCK_STATUS_CANCELED, 0, 0, 0);
 	foreach(lc, fresh)
-		answer_error(((Request *) lfirst(lc))->slotno, status, why);
+		answer_error(((Request *) lfirst(lc))->ds.q.requester, status, why);
 	slots_stage(NULL);
 	slots_release_staged();
 	MemoryContextSwitchTo(TopMemoryContext);

@@ -17,32 +17,17 @@
 #include "utils/palloc.h"
 
 #include "dlock.h"
+#include "dlock_service.h"
 
-/* A request as taken from its slot. */
+/*
+ * A request as taken from its slot: as the service takes it (ds.q.requester
+ * is the slot's number), and what the worker needs besides.
+ */
 typedef struct Request
 {
-	int			slotno;
-	uint64		seq;
-	DLockOp		op;
-	int			mode;
-	int64		ttl_us;
-	int64		max_ttl_us;		/* the caller's dlock.max_ttl; 0: none */
-	TimestampTz timeout_at;
-	bool		keep_place;
-	int32		capacity;		/* a semaphore request; 0: a lock */
-	int32		permits;
-	bool		election;		/* a campaign */
-	char	   *value;			/* a campaign's or proclaim's value; NULL: none */
-	bool		withdraw_after; /* withdrawn before it ran: run, then withdraw */
+	DLsRequest	ds;
+	uint64		seq;			/* submission order */
 	bool		withdraw_timeout;	/* withdrawn because its timeout passed */
-	int			pid;
-	TimestampTz session_start;
-	char	  **names;			/* acquire_all: all, sorted */
-	int			nnames;
-	char	   *owner;			/* NULL: the session */
-	Oid			role;			/* the user that asked */
-	bool		any_role;		/* may use another role's owner key */
-	DLockQuotas quotas;			/* its role's; 0: none */
 	/* for a session that ended: where its last request stood */
 	DLockSlotState state;
 	DLockStatus status;
@@ -53,9 +38,6 @@ extern void slots_init(void);
 /* The batch's memory context; a deferred batch keeps its outcomes. */
 extern MemoryContext slots_batch_begin(bool keep);
 extern void slots_collect(List **ended, List **withdrawn, List **fresh, bool one_fresh);
-extern DLockStatus slots_answer_status(int slotno);
-extern void slots_answer_revoked(int slotno, const char *reason);
-extern void slots_answer_count(int slotno, int32 count);
 extern List *slots_unconfirmed(void);
 /* The next collect looks at every slot, marked or not. */
 extern void slots_scan_all(void);

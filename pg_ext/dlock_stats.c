@@ -2,10 +2,10 @@
 /*-------------------------------------------------------------------------
  *
  * dlock_stats.c
- *		The statistics behind the view dlock.stats: counted by the worker
- *		(the lock manager's own counters, core/dlock_lm.h, and the worker's
- *		batches, commits, withdrawals and hand-offs), published to shared
- *		memory after each batch, read and reset by any backend.
+ *		The statistics behind the view dlock.stats: counted by the worker's
+ *		service (the lock manager's own counters and the batches, commits,
+ *		withdrawals and hand-offs, core/README 17 and 18), published to
+ *		shared memory after each batch, read and reset by any backend.
  *
  * A reset does not touch the worker: it keeps a copy of the counters as
  * they are, and the view shows what came since.  So a reset takes effect
@@ -36,56 +36,33 @@ PG_FUNCTION_INFO_V1(dlock_stats_reset);
 StaticAssertDecl(sizeof(DLmCounters) % sizeof(int64) == 0,
 				 "DLmCounters must be int64 fields only");
 
-/* The worker's: everything since the server started. */
-static DLmCounters counted;
-
-/* A new worker goes on from what the one before it published. */
+/*
+ * A new worker goes on from what the one before it published: its service
+ * counts on from *carried.
+ */
 void
-dlock_stats_worker_start(void)
+dlock_stats_worker_start(DLmCounters *carried)
 {
 	TimestampTz start = GetCurrentTimestamp();
 
 	SpinLockAcquire(&dlock_shared->stats.mutex);
-	counted = dlock_shared->stats.now;
+	*carried = dlock_shared->stats.now;
 	if (dlock_shared->stats.since == 0)
 		dlock_shared->stats.since = start;
 	SpinLockRelease(&dlock_shared->stats.mutex);
-	memset(&counted.last, 0, sizeof(counted.last));	/* a new manager */
 }
 
-/* Withdrawals of requests still waiting, before the lock manager sees them. */
+/* After a batch was published: the service's counters and the sizes, for the view. */
 void
-dlock_stats_withdrawals(DLockManager *lm, List *withdrawn)
-{
-	ListCell   *lc;
-
-	foreach(lc, withdrawn)
-	{
-		Request    *r = lfirst(lc);
-
-		if (dlm_waiter_of(lm, r->slotno) == NULL)
-			continue;			/* decided already: its answer stands */
-		if (r->withdraw_timeout)
-			counted.timeouts++;
-		else
-			counted.cancels++;
-	}
-}
-
-/* After a batch was published: hand-offs count from the batch's start. */
-void
-dlock_stats_batch(DLockManager *lm, int nfresh, bool wrote, int64 write_us,
-				  TimestampTz batch_start)
+dlock_stats_publish(const DLmCounters *counted, DLockManager *lm)
 {
 	int64		holders,
 				waiting,
 				kept;
 
-	dlm_counters_batch(&counted, lm, nfresh, wrote, write_us,
-					   GetCurrentTimestamp() - batch_start);
 	dlm_sizes(lm, &holders, &waiting, &kept);
 	SpinLockAcquire(&dlock_shared->stats.mutex);
-	dlock_shared->stats.now = counted;
+	dlock_shared->stats.now = *counted;
 	dlock_shared->stats.holders = holders;
 	dlock_shared->stats.waiting = waiting;
 	dlock_shared->stats.kept = kept;

@@ -12,9 +12,7 @@
 #include "nodes/pg_list.h"
 #include "dlock_lm.h"
 
-extern void dlock_stats_worker_start(void);
-extern void dlock_stats_withdrawals(DLockManager *lm, List *withdrawn);
-extern void dlock_stats_batch(DLockManager *lm, int nfresh, bool wrote, int64 write_us,
-							  TimestampTz batch_start);
+extern void dlock_stats_worker_start(DLmCounters *carried);
+extern void dlock_stats_publish(const DLmCounters *counted, DLockManager *lm);
 
 #endif							/* DLOCK_STATS_H */
