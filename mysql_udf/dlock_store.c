@@ -33,6 +33,10 @@
 #include <mysql.h>
 #include <errmsg.h>
 
+#include "dlock_access.h"
+#include "dlock_semisync.h"
+#include "dlock_sessions.h"
+
 #ifndef DLOCK_CNF
 #define DLOCK_CNF "/etc/mysql/dlock.cnf"
 #endif
@@ -267,7 +271,7 @@ store_open(DlockErr *err)
 	 * acknowledgement as long as the replica is away, and giving it up
 	 * would only write the batch again behind the first, still pending.
 	 */
-	bool		semisync = mgr_semisync_enabled();
+	bool		semisync = semisync_enabled();
 	unsigned int rw_timeout = semisync ? 0 : 30;
 
 	store_close();

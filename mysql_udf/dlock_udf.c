@@ -50,9 +50,11 @@
 
 #include <mysql.h>				/* the server's (-I .../server): UDF_INIT, UDF_ARGS */
 
+#include "dlock_access.h"
 #include "dlock_compat.h"
 #include "dlock_core.h"
 #include "dlock_mgr.h"
+#include "dlock_sessions.h"
 #include "dlock_store.h"
 
 #define DLOCK_VERSION "1.2"
