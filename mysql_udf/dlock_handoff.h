@@ -87,7 +87,8 @@ typedef struct Handoff
 	size_t		nended,
 				ended_cap;
 	unsigned long long next_seq;
-	bool		stopping;		/* the manager thread is asked to end */
+	bool		stopping;		/* the manager thread is asked to end (its retry
+								 * loops also read it without mu) */
 	bool		running;		/* calls are taken */
 } Handoff;
 
