@@ -7,7 +7,8 @@
  *		11.8) behind one name each.  The plugin's logic has no version test.
  *
  * A server that exports none of a symbol's forms gets a clear refusal
- * naming the symbol and the server's version (dlock_udf.c, hooks_init).
+ * naming the symbol and the server's version (dlock_udf_server.c,
+ * hooks_init).
  */
 #ifndef DLOCK_COMPAT_H
 #define DLOCK_COMPAT_H

@@ -26,6 +26,11 @@
 #include "dlock_mgr.h"
 #include "dlock_store.h"
 
+/* The settings (dlock_types.h), read by the SQL functions and the manager. */
+unsigned int dlock_queue_row_delay_ms = 5;
+unsigned int dlock_restart_grace_ms = 5000;
+unsigned long long dlock_max_ttl_seconds = 86400;
+
 _Static_assert(sizeof(MgrMutex) == sizeof(mysql_mutex_t) &&
 			   offsetof(MgrMutex, psi) == offsetof(mysql_mutex_t, m_psi) &&
 			   sizeof(MgrCond) == sizeof(mysql_cond_t) &&

@@ -5,8 +5,8 @@
  *		the plugin runs in, reached through one loopback libmariadb
  *		connection that only the manager thread uses.
  *
- * Free of MySQL headers: dlock_mgr.c includes this, dlock_store.c adds
- * the client library's.  The store is the durable truth; the manager's
+ * Free of MySQL headers: the manager's files include this, dlock_store.c
+ * adds the client library's.  The store is the durable truth; the manager's
  * picture (core/dlock_lm.h) is rebuilt from it after a restart or a failed
  * batch.
  */
@@ -17,21 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlock_lm.h"
-#include "dlock_mgr.h"
-
-/*
- * Accounts (user@host as CURRENT_USER() shows it) are the manager's roles
- * (DLmRequest.role): interned once, by the manager thread only.  0 is
- * never an account's id.
- */
-extern uint32_t accounts_intern(const char *account, size_t len);
-extern const char *accounts_name(uint32_t id);
-
-/* A session's identity in the picture, and back (dlock_mgr.c). */
-extern int32_t session_pid(unsigned long long conn_id);
-extern int64_t session_start(unsigned long long conn_id);
-extern unsigned long long session_conn_id(int32_t pid, int64_t session_start);
+#include "dlock_types.h"
 
 /* The server's own socket and port: where the store connection goes. */
 extern void store_set_server(const char *socket, unsigned int port);

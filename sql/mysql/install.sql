@@ -282,9 +282,9 @@ SELECT FROM_UNIXTIME(JSON_VALUE(j, '$.since_us') / 1000000)       AS since,
 
 -- Who may call dlock: UDFs need no privilege in MariaDB, so each function
 -- checks EXECUTE on one of these procedures in the caller's security
--- context (dlock_udf.c).  They do nothing when called.  The roles below
--- hold them; GRANT EXECUTE ON PROCEDURE dlock.user_access TO an account
--- works as well.
+-- context (mysql_udf/dlock_udf_server.c).  They do nothing when called.
+-- The roles below hold them; GRANT EXECUTE ON PROCEDURE dlock.user_access
+-- TO an account works as well.
 DELIMITER //
 CREATE OR REPLACE PROCEDURE dlock.user_access() SQL SECURITY INVOKER
     COMMENT 'dlock: take, renew and release locks' BEGIN END//

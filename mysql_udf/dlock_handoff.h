@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * dlock_handoff.h
+ *		The hand-off between a caller's thread and the manager thread
+ *		(dlock_handoff.c): the slots, the queues of submitted requests,
+ *		withdrawals, inspections and ended sessions, and the mutex and
+ *		condition variables they are handed over with.
+ *
+ * Interface: the state 'handoff'; handoff_init, handoff_stop_locked (start
+ * and stop); the manager's side: on_answer, mark_pending, answers_pending,
+ * publish_locked, answer_error_locked, resubmit_locked.  The callers' side
+ * is in dlock_mgr.h (mgr_call, mgr_inspect, mgr_session_end,
+ * mgr_check_running).
+ *
+ * Locking: handoff.mu guards every field of 'handoff' and a slot's state,
+ * withdraw flags, queue links and res/err.  A slot's request (call, names,
+ * account ...) is written by its caller before submission and read by the
+ * manager after; pres/perr/pending/keep_after are the manager thread's
+ * alone until publish_locked hands them over under mu.  The manager never
+ * holds mu while it talks to the store or decides.
+ */
+#ifndef DLOCK_HANDOFF_H
+#define DLOCK_HANDOFF_H
+
+#include "dlock_mgr.h"
+
+/* Calls in flight at once (requesters of the core). */
+#define NSLOTS 4096
+
+typedef enum SlotState
+{
+	SLOT_FREE = 0,
+	SLOT_SUBMITTED,				/* in the submit queue */
+	SLOT_ACCEPTED,				/* taken by the manager, not yet answered */
+	SLOT_DONE					/* answered: res/err are the caller's */
+} SlotState;
+
+typedef struct Slot
+{
+	int			index;
+	SlotState	state;
+	bool		withdraw;		/* the caller gave up (timeout, kill) */
+	bool		withdraw_listed;
+	unsigned long long seq;		/* submission order */
+	/* the request, written by the caller before submission */
+	DlockCall	call;
+	const char *names_z[DLOCK_MAX_MULTI];
+	const char *owner_z;
+	const char *value_z;
+	char	   *buf;
+	size_t		buf_cap;
+	unsigned long long conn_id;
+	char		account[DLOCK_MAX_ACCOUNT_LEN + 1];
+	bool		admin;
+	DLockTime	timeout_at;
+	DLockTime	submitted_at;
+	/* an inspection instead of a request */
+	MgrInspectFn inspect_fn;
+	void	   *inspect_arg;
+	/* the manager's: the answer of this batch, published after commit */
+	bool		keep_after;		/* given up before decided, with keep_place */
+	bool		pending;
+	DlockResult pres;
+	DlockErr	perr;
+	/* the caller's once DONE */
+	DlockResult res;
+	DlockErr	err;
+	MgrCond		cond;
+	struct Slot *next;			/* free list, submit queue */
+	struct Slot *wnext;			/* withdraw list */
+} Slot;
+
+/* What the callers and the manager share; every field under mu. */
+typedef struct Handoff
+{
+	MgrMutex	mu;
+	pthread_cond_t work_cond;	/* the manager's: work arrived */
+	pthread_condattr_t cond_attr;	/* CLOCK_MONOTONIC, for every condition */
+	Slot	   *slots;			/* NSLOTS, indexed by requester number */
+	Slot	   *free_slots;
+	Slot	   *submit_head,
+			   *submit_tail;
+	Slot	   *withdraw_head;
+	Slot	   *inspect_head,
+			   *inspect_tail;
+	unsigned long long *ended;	/* sessions ended, not yet taken */
+	size_t		nended,
+				ended_cap;
+	unsigned long long next_seq;
+	bool		stopping;		/* the manager thread is asked to end (its retry
+								 * loops also read it without mu) */
+	bool		running;		/* calls are taken */
+} Handoff;
+
+extern Handoff handoff;
+
+/*
+ * Set up the conditions and the slots (the plugin's init, mu held); 0, or
+ * -1 when out of memory.
+ */
+extern int	handoff_init(void);
+/* The manager ended: calls still waiting get an error (mu held). */
+extern void handoff_stop_locked(void);
+
+/* The core's answer callback (DLmConfig.answer); arg: the manager's picture pointer. */
+extern void on_answer(void *arg, int requester, const DLmAnswer *a);
+/* A slot has an answer of this batch, published after the commit. */
+extern void mark_pending(Slot *s);
+/* Whether the batch answers anyone. */
+extern bool answers_pending(void);
+/* Hand the slots' answers to their callers (mu held). */
+extern void publish_locked(void);
+/* Answer a call or inspection with an error at once (mu held). */
+extern void answer_error_locked(Slot *s, int code, const char *msg);
+/*
+ * The picture is gone: the calls still waiting are submitted again in
+ * their old order, or, when 'fail', answered with msg (mu held).
+ */
+extern void resubmit_locked(bool fail, const char *msg);
+
+#endif							/* DLOCK_HANDOFF_H */
