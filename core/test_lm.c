@@ -2777,6 +2777,7 @@ test_semaphore_max(void)
 	try_sem(4, "kE", "h", 1 << 30, 1 << 30);
 	CHECK_ST(4, REFUSED);
 	rel(3, "kD", "h");
+	teardown();
 
 	/* a load: rows whose permits pass the capacity together are refused */
 	setup(8, 100, 1);
@@ -2799,6 +2800,7 @@ test_semaphore_max(void)
 	r.permits = 1;
 	CHECK_EQ(dlm_load_holder(M, &r), DLM_ERR_CAPACITY);
 	CHECK_EQ(dlm_lookup(M, "m")->permits_held, INT32_MAX);
+	teardown();
 }
 
 /* 15: counting semaphores -- capacity, strict FIFO, kinds, leases, kept places. */

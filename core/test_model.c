@@ -1961,8 +1961,8 @@ gen_event(Gen *g, const Model *m, Event *e)
 				e->permits = (int32_t[]) {1, c / 2, c / 2 + 1, c - 1, c}[rnd(&g->rng, 5)];
 			}
 			e->mode = DLOCK_MODE_NL;
-			if (rnd(&g->rng, 40) == 0)
-				e->permits = e->capacity + 1;	/* bad: more than it has */
+			if (rnd(&g->rng, 40) == 0)	/* bad: more than it has, or none */
+				e->permits = e->capacity < INT32_MAX ? e->capacity + 1 : 0;
 		}
 		if (w < 32 && e->capacity == 0 && (e->op == DLOCK_OP_ACQUIRE || e->op == DLOCK_OP_TRY) &&
 			e->names[0][0] != '/' && rnd(&g->rng, 100) < g->elect_pct)
