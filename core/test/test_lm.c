@@ -12,7 +12,7 @@
  * invariants of core/README section 10 that can be seen from outside are
  * checked over the names the test uses.
  *
- * Usage: test_lm [--quick]   (--quick: without the crowd)
+ * Usage: test/test_lm [--quick]   (--quick: without the crowd)
  */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: PostgreSQL */
 /*
  * test_model.c
- *		Random event sequences through the lock manager (dlock_lm.c) and the
+ *		Random event sequences through the lock manager (dlock_lm*.c) and the
  *		reference model (model.c), compared after every event: the answers
  *		each requester got (the fields its status defines), every name's
  *		holders and line, the locks announced, the names left in the picture
@@ -11,7 +11,7 @@
  *		dlm_destroy.  A mismatch is shrunk (delta debugging, each try in a
  *		child process) and printed as C code that compiles as it is.
  *
- *		./test_model [options] [events] [seed]	default 100000 events, seed 1
+ *		test/test_model [options] [events] [seed]	default 100000 events, seed 1
  *		  -m		the model alone, its invariants checked (no core)
  *		  -F		no child process per sequence (for a debugger; no
  *					shrinking)

@@ -15,7 +15,7 @@
  * event the invariants of core/README section 10 that can be seen from
  * outside are checked.  dlm_destroy must give every allocation back.
  *
- * Usage: fuzz_lm [calls [seed]]   (default 200000 calls)
+ * Usage: test/fuzz_lm [calls [seed]]   (default 200000 calls)
  */
 #define _POSIX_C_SOURCE 200809L
 
