@@ -29,6 +29,16 @@
 
 #include "dlock_lm.h"
 
+/*
+ * Nothing declared here is seen outside the library that links core/ (the
+ * PostgreSQL extension, the MariaDB plugin): the calls between the files
+ * stay direct, as they were inside one file, and the library exports
+ * dlock_lm.h's interface only.
+ */
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
 extern uint64_t dlm_siphash(const uint64_t seed[2], const void *data, size_t len);
 
 /*
@@ -297,5 +307,9 @@ extern DLmWaiter *dlm_kept_first(const DLockManager *m);
 extern void *dlm_mem_alloc(void *arg, size_t size);
 extern void dlm_mem_free(void *arg, void *ptr, size_t size);
 extern void *dlm_alloc0(DLockManager *m, size_t size);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #endif							/* DLOCK_LM_INT_H */
