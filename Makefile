@@ -65,7 +65,7 @@ bench:
 # partitions (10 min); QUICK=1: about 8 min; HA=1: the HA, Patroni and
 # MariaDB pair modes only; HA=0: none of them
 torture: install
-	$(MAKE) -C core test_model && core/test_model $(if $(QUICK),1000000,10000000)
+	$(MAKE) -C core test/test_model && core/test/test_model $(if $(QUICK),1000000,10000000)
 	regress/torture/run.sh $(if $(QUICK),--quick) $(if $(filter 1,$(HA)),--ha-only) $(if $(filter 0,$(HA)),--no-ha)
 	$(if $(filter 1,$(HA)),,/usr/bin/python3 regress/torture/mysql_torture.py $(if $(QUICK),--quick,--seconds 600))
 	$(if $(filter 0,$(HA)),,/usr/bin/python3 regress/torture/mysql_torture.py --ha --netns $(if $(QUICK),--quick,--seconds 600) --port 3404)

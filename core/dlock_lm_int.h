@@ -1,18 +1,43 @@
 /* SPDX-License-Identifier: PostgreSQL */
 /*
  * dlock_lm_int.h
- *		The lock manager's containers, private to core/ (dlock_lm_hash.c).
+ *		The lock manager's insides, private to core/: its containers, its
+ *		state (struct DLockManager) and what its files share.  The public
+ *		interface is dlock_lm.h; core/README says what each file holds.
  *
  * Interface:
  *		dlm_siphash					SipHash-1-3 of bytes under a 128-bit seed
  *		dlm_hash_init/free/insert/remove/first/next/grow
  *									chained hash of DLmHashNode, caller compares
  *		dlm_heap_*					leases in a 4-ary heap by (expires_at, token)
+ *									(those three: dlock_lm_hash.c)
+ *		struct DLockManager			the manager's state, one struct
+ *		dlm_compatible, dlm_owner_in_use, dlm_lock_in_use, dlm_permits_fit,
+ *		dlm_request_role, dlm_request_nparts, dlm_request_part
+ *									small predicates, inline
+ *		the functions of dlock_lm_picture.c, _batch.c, _answer.c, _grant.c,
+ *		_deadlock.c, _sem.c, _kept.c, _load.c, each group under its file's
+ *		name below
+ *
+ * Locking: none here.  A manager is its adapter's alone, called from one
+ * thread (the PostgreSQL worker, the MariaDB plugin's lock-manager thread);
+ * every function that takes a DLockManager runs inside one event, or
+ * dlm_settle, or loading.
  */
 #ifndef DLOCK_LM_INT_H
 #define DLOCK_LM_INT_H
 
 #include "dlock_lm.h"
+
+/*
+ * Nothing declared here is seen outside the library that links core/ (the
+ * PostgreSQL extension, the MariaDB plugin): the calls between the files
+ * stay direct, as they were inside one file, and the library exports
+ * dlock_lm.h's interface only.
+ */
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
 
 extern uint64_t dlm_siphash(const uint64_t seed[2], const void *data, size_t len);
 
@@ -74,5 +99,217 @@ dlm_heap_first(const DLmHeap *heap)
 {
 	return heap->count > 0 ? heap->items[0].holder : NULL;
 }
+
+/* Parts of one request at most: every name and each ancestor's intention. */
+#define DLM_MAX_PARTS (DLOCK_MAX_MULTI * DLOCK_MAX_PATH_DEPTH)
+
+/* The manager's state: everything of one lock manager, nothing global. */
+struct DLockManager
+{
+	DLmConfig	cfg;
+	DLmAllocator mem;			/* the caller's, through the chunk list */
+	DLmList		chunks;
+	bool		broken;
+
+	DLmHash		locks;			/* DLmLock.hash_node, by name */
+	DLmHash		owners;			/* DLmOwner.hash_node, by identity */
+	DLmHash		pairs;			/* DLmHolder.pair_node, by (lock, owner) */
+	DLmHash		roles;			/* RoleUse.node, by role; kept once made */
+	int64_t		nwaiters;		/* waiting parts (with pairs.count: the objects) */
+	DLmHeap		leases;
+	DLmWaiter **waiting;		/* per requester: its request's first part */
+	DLmList		young;			/* DLmWaiter.young_link: no row yet, by since */
+	int64_t		nkept;			/* on the kept list */
+	DLmList		kept;			/* DLmWaiter.kept_link: kept places no call
+								 * waits for, by kept_until (14) */
+
+	int64_t		next_ticket;
+	int64_t		ticket_hi;		/* tickets below it are covered by the store */
+	bool		counter_dirty;
+	bool		durable;
+
+	/* the batch, since the last dlm_settle */
+	DLmHolder  *touched_h,
+			   *touched_h_tail;
+	DLmWaiter  *touched_w,
+			   *touched_w_tail;
+	DLmLock    *empty_locks;	/* maybe left with nothing */
+	DLmOwner   *empty_owners;
+	DLmLock    *notify,
+			   *notify_tail;
+	DLmLock    *leaders,
+			   *leaders_tail;	/* elections whose leader changed (16) */
+
+	/* the event */
+	DLmLock    *scan,
+			   *scan_tail;		/* locks to pass over again (6) */
+	DLmOwner   *recheck,
+			   *recheck_tail;	/* owners whose cover grew (6.2) */
+	uint64_t	search;			/* deadlock searches so far */
+	DLmCycleStep *cycle;
+	int			cycle_cap;
+	int64_t		tokens[DLOCK_MAX_MULTI];
+	DLmLock   **part_locks;		/* DLM_MAX_PARTS: a request's intention parts */
+	int		   *part_modes;
+
+	/* statistics: the answers pass through dlm_count_answer on their way */
+	DLmStats	stats;
+	DLmAnswerFn answer_fn;		/* the caller's */
+	void	   *answer_arg;
+	struct DLmAsk
+	{
+		uint8_t		op;			/* the requester's last request */
+		bool		queued;		/* answered QUEUED, not yet ended */
+		DLockTime	queued_at;
+	}		   *asks;			/* per requester */
+	DLockTime	now;			/* the current event's */
+};
+
+/* compatible (1): the mode conflicts with none of the others. */
+static inline bool
+dlm_compatible(int mode, DLockModeMask others)
+{
+	return (dlock_mode_conflicts(mode) & others) == 0;
+}
+
+/* An owner with nothing held or waited for belongs to nobody yet (12). */
+static inline bool
+dlm_owner_in_use(const DLmOwner *o)
+{
+	return !dlm_list_empty(&o->holders) || !dlm_list_empty(&o->waiters);
+}
+
+/* A lock held or waited for: its kind and a semaphore's capacity stand (15). */
+static inline bool
+dlm_lock_in_use(const DLmLock *l)
+{
+	return !dlm_list_empty(&l->holders) || !dlm_list_empty(&l->converts) ||
+		!dlm_list_empty(&l->waiters);
+}
+
+/*
+ * Whether permits more fit a semaphore (15.3).  In 64 bits: capacity and
+ * permits go up to INT32_MAX each, and their sum past it wrapped around.
+ */
+static inline bool
+dlm_permits_fit(const DLmLock *l, int32_t permits)
+{
+	return (int64_t) l->permits_held + permits <= l->capacity;
+}
+
+/*
+ * The role r's holders and waiting parts of O count for and are shown
+ * under (12): an owner key's own, a session's the request's (one session
+ * may ask as several roles: a SECURITY DEFINER function's owner, say).
+ */
+static inline uint32_t
+dlm_request_role(const DLmOwner *o, const DLmRequest *r)
+{
+	return o->key ? o->role : r->role;
+}
+
+/* A waiting request's parts: its group's, or its first part alone. */
+static inline int
+dlm_request_nparts(const DLmWaiter *first)
+{
+	return first->group ? first->group->nparts : 1;
+}
+
+static inline DLmWaiter *
+dlm_request_part(const DLmWaiter *first, int i)
+{
+	return first->group ? first->group->parts[i] : (DLmWaiter *) first;
+}
+
+/* dlock_lm_picture.c: owners, locks, the holders of a lock, holders and waiters */
+extern size_t dlm_bounded_len(const char *s, size_t max);
+extern DLmOwner *dlm_owner_find(const DLockManager *m, const char *key, int32_t pid,
+								int64_t start);
+extern DLmOwner *dlm_owner_get(DLockManager *m, const char *key, int32_t pid, int64_t start);
+extern void dlm_note_empty_owner(DLockManager *m, DLmOwner *o);
+extern DLmLock *dlm_lock_find(const DLockManager *m, const char *name, size_t len);
+extern DLmLock *dlm_lock_get(DLockManager *m, const char *name, size_t len);
+extern void dlm_count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, uint32_t role,
+							int delta);
+extern DLmHolder *dlm_named_holder(const DLockManager *m, const DLmLock *l, const DLmOwner *o);
+extern DLmHolder *dlm_implied_holder(const DLockManager *m, const DLmLock *l,
+									 const DLmOwner *o, int mode);
+extern bool dlm_own_covers(const DLockManager *m, const DLmLock *l, const DLmOwner *o,
+						   int mode);
+extern DLockModeMask dlm_others_held(const DLockManager *m, const DLmLock *l,
+									 const DLmOwner *o);
+extern bool dlm_grantable_now(const DLockManager *m, const DLmLock *l, const DLmOwner *o,
+							  int mode);
+extern DLmHolder *dlm_holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode,
+								 bool implied, int64_t token, int32_t pid,
+								 int64_t backend_start, uint32_t role, DLockTime now);
+extern void dlm_holder_set_lease(DLockManager *m, DLmHolder *h, int64_t ttl_us, DLockTime now);
+extern void dlm_holder_remove(DLockManager *m, DLmHolder *h);
+extern void dlm_waiter_remove(DLockManager *m, DLmWaiter *w);
+extern void dlm_request_remove(DLockManager *m, DLmWaiter *w);
+extern int	dlm_ancestors(const char *name, size_t *lens);
+extern void dlm_implied_add(DLockManager *m, DLmLock *a, DLmOwner *o, int mode, int32_t pid,
+							int64_t backend_start, uint32_t role, DLockTime now);
+extern void dlm_implied_drop(DLockManager *m, DLmLock *a, DLmOwner *o, int mode);
+
+/* dlock_lm_batch.c: the batch's rows and lists (9) */
+extern void dlm_touch_holder(DLockManager *m, DLmHolder *h);
+extern void dlm_touch_waiter(DLockManager *m, DLmWaiter *w);
+extern void dlm_holder_changed(DLockManager *m, DLmHolder *h);
+extern int64_t dlm_take_ticket(DLockManager *m);
+extern void dlm_leader_changed(DLockManager *m, DLmLock *l);
+extern char *dlm_value_copy(DLockManager *m, const char *value);
+extern void dlm_value_free(DLockManager *m, char *value);
+
+/* dlock_lm_answer.c: answers, counted on their way (17) */
+extern void dlm_answer(DLockManager *m, int requester, DLockStatus status, int64_t token,
+					   DLockTime expires_at, int32_t count);
+extern void dlm_answer_error(DLockManager *m, int requester, DLmError err);
+extern void dlm_answer_granted(DLockManager *m, int requester, const DLmHolder *h);
+extern void dlm_answer_tokens(DLockManager *m, int requester, int n);
+extern void dlm_count_answer(void *arg, int requester, const DLmAnswer *a);
+
+/* dlock_lm_grant.c: take, release, convert, queue, the grant pass (3-6, 8) */
+extern DLmHolder *dlm_take_name(DLockManager *m, DLmLock *l, DLmOwner *o, int mode,
+								int64_t ttl_us, int32_t pid, int64_t backend_start,
+								uint32_t role, DLockTime now, bool collect,
+								bool uncollected);
+extern void dlm_release_last(DLockManager *m, DLmHolder *h, DLockTime now);
+extern void dlm_convert_now(DLockManager *m, DLmHolder *h, int mode, DLockTime now);
+extern DLmWaiter *dlm_enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
+							  DLmHolder *converting, int mode, bool implied, DLockTime now);
+extern DLmGroup *dlm_group_new(DLockManager *m, int nparts);
+extern void dlm_queued(DLockManager *m, DLmWaiter *first);
+extern void dlm_grant_pass(DLockManager *m, DLmLock *l, DLockTime now);
+extern void dlm_scan_later(DLockManager *m, DLmLock *l);
+extern void dlm_recheck_later(DLockManager *m, DLmOwner *o);
+extern void dlm_drain(DLockManager *m, DLockTime now);
+
+/* dlock_lm_deadlock.c: the waits-for graph (7) */
+extern int	dlm_deadlock_cycle(DLockManager *m, DLmWaiter *w);
+
+/* dlock_lm_sem.c: semaphores (15) and elections (16) */
+extern void dlm_semaphore_pass(DLockManager *m, DLmLock *l, DLockTime now);
+extern void dlm_do_held_once(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now);
+extern void dlm_do_proclaim(DLockManager *m, const DLmRequest *r, DLmOwner *o);
+
+/* dlock_lm_kept.c: kept places (14) */
+extern void dlm_detach(DLockManager *m, DLmWaiter *first, DLockTime now);
+extern DLmWaiter *dlm_kept_place_of(const DLockManager *m, const DLmOwner *o,
+									const char *const *names, int nnames, int mode,
+									int32_t permits);
+extern void dlm_resume(DLockManager *m, const DLmRequest *r, DLmWaiter *first);
+extern int64_t dlm_release_kept(DLockManager *m, DLmOwner *o, const DLmLock *l);
+extern void dlm_kept_insert(DLockManager *m, DLmWaiter *first);
+extern DLmWaiter *dlm_kept_first(const DLockManager *m);
+
+/* dlock_lm_load.c: the manager's memory (and its creation and loading) */
+extern void *dlm_mem_alloc(void *arg, size_t size);
+extern void dlm_mem_free(void *arg, void *ptr, size_t size);
+extern void *dlm_alloc0(DLockManager *m, size_t size);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #endif							/* DLOCK_LM_INT_H */

@@ -25,7 +25,9 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(HERE, "..", "..", "regress"))
 import dlock  # noqa: E402
+from checklib import TALLY  # noqa: E402
 
 ENV = os.environ
 PG = dict(host=ENV.get("DLOCK_TEST_PG_HOST"), port=ENV.get("DLOCK_TEST_PG_PORT"),
@@ -33,9 +35,6 @@ PG = dict(host=ENV.get("DLOCK_TEST_PG_HOST"), port=ENV.get("DLOCK_TEST_PG_PORT")
 BOUNCER = dict(host=ENV.get("DLOCK_TEST_BOUNCER_HOST"), port=ENV.get("DLOCK_TEST_BOUNCER_PORT"),
                user="postgres", dbname="postgres")
 MY_SOCKET = ENV.get("DLOCK_TEST_MY_SOCKET")
-
-RESULTS = {"passed": 0, "failed": 0}
-
 
 class Backend:
     """One driver: how to connect, and what the admin sees."""
@@ -113,12 +112,10 @@ def check(what, fn, *args):
     try:
         fn(*args)
     except Exception as e:
-        RESULTS["failed"] += 1
-        print("FAIL %s: %s" % (what, e))
+        TALLY.check(what, False, e)
         traceback.print_exc(limit=4, file=sys.stdout)
     else:
-        RESULTS["passed"] += 1
-        print("ok   %s (%.1f s)" % (what, time.monotonic() - t0))
+        TALLY.check("%s (%.1f s)" % (what, time.monotonic() - t0), True)
     sys.stdout.flush()
 
 
@@ -601,8 +598,8 @@ def main():
           t_pgbouncer, pg3, False)
     check("pgbouncer (2 server connections): 8 waiters sharing a psycopg_pool of 4, 16 grants in turn",
           t_pgbouncer, pg3, True)
-    print("clients-python: %d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))
-    sys.exit(1 if RESULTS["failed"] else 0)
+    print(TALLY.summary("clients-python"))
+    sys.exit(1 if TALLY.failed else 0)
 
 
 if __name__ == "__main__":

@@ -48,12 +48,16 @@ of what ran; exit code 1 on any failure.
 """
 import argparse
 import datetime
+import os
 import sys
 import threading
 import time
 import traceback
 
 import psycopg
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checklib import TALLY, check  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--pg-host", required=True)
@@ -94,19 +98,6 @@ ACQ_PLAIN = "SELECT dlock_acquire(%s, timeout => %s, ttl => %s, owner => %s)"
 RELEASE = "SELECT dlock_release(%s, %s)"
 TICKET = ("SELECT token FROM dlock.locks"
           " WHERE name = %s AND owner = %s AND NOT granted")
-
-passed = failed = 0
-
-
-def check(name, good, detail=""):
-    global passed, failed
-    if good:
-        passed += 1
-        print(f"ok   {name}", flush=True)
-    else:
-        failed += 1
-        print(f"FAIL {name}" + (f": {detail}" if detail else ""), flush=True)
-
 
 def bouncer_conn():
     # prepare_threshold=None: psycopg 3 would prepare a statement after 5
@@ -471,4 +462,4 @@ try:
 except Exception:  # noqa: BLE001
     traceback.print_exc()
     check("bouncer.py ran to its end", False, "exception above")
-sys.exit(1 if failed else 0)
+sys.exit(1 if TALLY.failed else 0)

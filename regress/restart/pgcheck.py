@@ -1,8 +1,13 @@
 # SPDX-License-Identifier: PostgreSQL
 """Helpers shared by the restart suite's Python checks (races.py, failover.py, stuck.py)."""
+import os
+import sys
 import time
 
 import psycopg2
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checklib import Tally  # noqa: E402
 
 
 def connect(**kw):
@@ -37,10 +42,8 @@ def until(pred, timeout=30, step=0.01):
 def report(suite, checks):
     """Print an ok/FAIL line per (what, ok, detail) and the suite's summary;
     return the exit status (a suite that checked nothing failed)."""
-    passed = failed = 0
+    tally = Tally()
     for what, ok, detail in checks:
-        print("%s %s%s" % ("ok  " if ok else "FAIL", what, "" if ok else ": " + detail))
-        passed += ok
-        failed += not ok
-    print("%s: %d passed, %d failed" % (suite, passed, failed))
-    return 0 if failed == 0 and checks else 1
+        tally.check(what, ok, detail)
+    print(tally.summary(suite))
+    return 0 if tally.failed == 0 and checks else 1

@@ -64,6 +64,8 @@ import time
 import psycopg2
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from checklib import Tally  # noqa: E402
 WAIT_LIMIT = 15.0
 
 
@@ -352,7 +354,7 @@ def main(argv):
     names = [os.path.basename(n) for n in names]
     if not names:
         names = sorted(f[:-5] for f in os.listdir(base) if f.endswith(".scen"))
-    passed = failed = 0
+    tally = Tally()
     os.makedirs(os.path.join(base, "expected"), exist_ok=True)
     for name in names:
         started = time.monotonic()
@@ -366,17 +368,12 @@ def main(argv):
                 f.write(got)
         expected = open(expected_path).read() if os.path.exists(expected_path) else ""
         took = time.monotonic() - started
-        if got == expected:
-            passed += 1
-            print("ok   %-24s %5.1f s" % (name, took))
-        else:
-            failed += 1
-            print("FAIL %-24s %5.1f s" % (name, took))
+        if not tally.check("%-24s %5.1f s" % (name, took), got == expected):
             sys.stdout.writelines(difflib.unified_diff(
                 expected.splitlines(True), got.splitlines(True),
                 "expected/%s.out" % name, "got"))
-    print("scenarios: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    print(tally.summary("scenarios"))
+    return 0 if tally.failed == 0 else 1
 
 
 if __name__ == "__main__":

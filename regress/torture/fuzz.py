@@ -23,6 +23,9 @@ import sys
 
 import psycopg2
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checklib import Tally  # noqa: E402
+
 CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
 DOCUMENTED = {"22004", "22023", "22007", "22008", "22015", "54000", "DL001", "DL002",
               "DL003", "DL004", "42809", "40P01", "57014", "2202E", "22P02", "22021"}
@@ -238,7 +241,6 @@ def main():
         rejected += result == "rejected"
         if i % 500 == 499:
             cur.execute("SELECT dlock_release_all()")
-    passed = failed = 0
     checks = []
     try:
         cur.execute("SET statement_timeout = 0")
@@ -261,12 +263,11 @@ def main():
     print("%d calls: %d succeeded, %d rejected" % (CALLS, ok, rejected))
     for b in bad[:10]:
         print("  " + b)
+    tally = Tally()
     for what, good in checks:
-        print("%s %s" % ("ok  " if good else "FAIL", what))
-        passed += good
-        failed += not good
-    print("fuzz: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+        tally.check(what, good)
+    print(tally.summary("fuzz"))
+    return 0 if tally.failed == 0 else 1
 
 
 if __name__ == "__main__":

@@ -108,6 +108,7 @@ subprocess.run([os.path.join(ROOT, "scripts", "deps.sh"), "python3-mysqldb", "ma
 import MySQLdb  # noqa: E402  (after deps.sh has installed it)
 sys.path.insert(0, os.path.join(HERE, ".."))
 import mylib  # noqa: E402
+from checklib import Tally  # noqa: E402
 from netnslib import netns  # noqa: E402
 SERVER = os.path.join(ROOT, "bench", "mysql_server.sh")
 HA_SCRIPT = os.path.join(ROOT, "scripts", "mysql_ha.sh")
@@ -1696,7 +1697,7 @@ class Torture:
                        self.stats["fault: KILL QUERY of the lock store connection"])
         allowed_store_errors = max(3, ops // 200)
 
-        passed = failed = 0
+        tally = Tally()
         faults = sum(v for k, v in self.stats.items() if k.startswith("fault:"))
         print("%-52s %10s" % ("operations and faults", "count"))
         for k in sorted(self.stats):
@@ -1718,10 +1719,7 @@ class Torture:
                   % (len(self.lease_bad), self.leases_checked))
             print()
         for what, got, want in results:
-            ok = got == want
-            print("%s %s%s" % ("ok  " if ok else "FAIL", what, "" if ok else " (got %s)" % got))
-            passed += ok
-            failed += not ok
+            tally.check(what, got == want, "(got %s)" % got, sep=" ")
         ends = sorted(self.session_ends)
         checks = [
             ("no exclusion, fencing, semaphore, leader, timeout or error violations"
@@ -1759,13 +1757,11 @@ class Torture:
                            % (len(self.outages), self.replica_faults, len(self.failovers)),
                            outage_bad))
         for what, bad in checks:
-            print("%s %s" % ("ok  " if not bad else "FAIL", what))
+            tally.check(what, not bad)
             for b in bad[:10]:
                 print("     ", b)
-            passed += not bad
-            failed += bool(bad)
-        print("%s: %d passed, %d failed" % (SUITE[0], passed, failed))
-        return 0 if failed == 0 else 1
+        print(tally.summary(SUITE[0]))
+        return 0 if tally.failed == 0 else 1
 
     def replica_in_step(self):
         """[] if the replica caught up with the primary and replicates on;

@@ -82,6 +82,8 @@ import psycopg2
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "..", "..", "scripts", "pg_cluster.sh")
 sys.path.insert(0, os.path.join(HERE, "..", "ha"))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from checklib import Tally  # noqa: E402
 from halib import NODES, Cluster, alive, children_of, netns  # noqa: E402
 
 # --patroni: the namespaces of scripts/ha.sh's cluster and of the clients;
@@ -1762,11 +1764,9 @@ class Run:
         print("%-70s %8s" % ("invariants checked", "times"))
         for k in sorted(rec.checks):
             print("%-70s %8d" % (k, rec.checks[k]))
-        passed = failed = 0
+        tally = Tally()
         for what, ok, detail in checks:
-            print("%s %s%s" % ("ok  " if ok else "FAIL", what, "" if ok else " " + detail))
-            passed += ok
-            failed += not ok
+            tally.check(what, ok, detail, sep=" ")
         categories = ["exclusion", "tokens backwards", "acknowledged leases lost", "late calls",
                       "grants nobody knows of", "unexpected errors", "invariants", "harness"]
         for c in categories:
@@ -1775,31 +1775,19 @@ class Run:
                 print("VIOLATION [%s] %s" % (c, t))
             if c in ("invariants",):
                 continue      # counted with the checks above
-            print("%s %s: %d" % ("ok  " if not v else "FAIL", c, len(v)))
-            passed += not v
-            failed += bool(v)
+            tally.check("%s: %d" % (c, len(v)), not v)
         legit = rec.stats.get("fencing: rejected, lease expired (legitimate)", 0) + \
             rec.stats.get("fencing: lease gone before entering (legitimate)", 0)
-        if rec.stats.get("operations", 0) < a.clients:
-            print("FAIL too few operations ran")
-            failed += 1
-        else:
-            passed += 1
+        tally.check("too few operations ran", rec.stats.get("operations", 0) >= a.clients,
+                    quiet=True)
         heavy = sum(v for k, v in rec.faults.items()
                     if k.startswith(("SIGKILL", "pg_ctl", "failover")) or k in PATRONI_FAULTS)
-        if heavy == 0:
-            print("FAIL no crash, restart or failover happened")
-            failed += 1
-        else:
-            passed += 1
+        tally.check("no crash, restart or failover happened", heavy != 0, quiet=True)
         if a.patroni and a.isolations:
             # the window of issue 36: grants answered by an isolated leader
-            if rec.stats.get(CUT_WAIT, 0) == 0:
-                print("FAIL no isolation ended the lock manager while its commit waited for"
-                      " the standby: the window was not hit")
-                failed += 1
-            else:
-                passed += 1
+            tally.check("no isolation ended the lock manager while its commit waited for"
+                        " the standby: the window was not hit", rec.stats.get(CUT_WAIT, 0) != 0,
+                        quiet=True)
         # one summary row, as in docs/reliability.md
         faults = "; ".join("%d %s" % (v, k) for k, v in sorted(rec.faults.items()))
         nviol = sum(len(rec.violations.get(c, [])) for c in categories)
@@ -1817,8 +1805,8 @@ class Run:
                  len(rec.violations.get("tokens backwards", [])) -
                  len(rec.violations.get("acknowledged leases lost", [])) -
                  len(rec.violations.get("late calls", [])), legit))
-        print("%s: %d passed, %d failed" % (name, passed, failed))
-        return 0 if failed == 0 else 1
+        print(tally.summary(name))
+        return 0 if tally.failed == 0 else 1
 
 
 def selftest():

@@ -12,7 +12,7 @@
  * invariants of core/README section 10 that can be seen from outside are
  * checked over the names the test uses.
  *
- * Usage: test_lm [--quick]   (--quick: without the crowd)
+ * Usage: test/test_lm [--quick]   (--quick: without the crowd)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "test_check.h"
+#include "test_util.h"
 
 /* The same, showing both sides. */
 #define CHECK_EQ(a, b) \
@@ -55,68 +56,7 @@
 
 /* ---------------------------------------------------------------- memory */
 
-typedef union MemHdr
-{
-	size_t		size;
-	long double ld;
-	long long	ll;
-	void	   *p;
-} MemHdr;
-
-typedef struct Mem
-{
-	long		live;			/* allocations not given back */
-	long		nalloc;			/* allocations granted */
-	long		fail_after;		/* refuse from this many on; -1: never */
-	long		refused;
-	long		bad_free;		/* freed with another size than allocated */
-	long		null_free;
-} Mem;
-
-static Mem	mem;
-
-static void *
-mem_alloc(void *arg, size_t size)
-{
-	Mem		   *mm = arg;
-	MemHdr	   *h;
-
-	if (mm->fail_after >= 0 && mm->nalloc >= mm->fail_after)
-	{
-		mm->refused++;
-		return NULL;
-	}
-	h = malloc(sizeof(MemHdr) + size);
-	if (h == NULL)
-	{
-		fprintf(stderr, "test_lm: out of real memory\n");
-		abort();
-	}
-	mm->nalloc++;
-	mm->live++;
-	h->size = size;
-	memset(h + 1, 0xa5, size);	/* the manager must not expect zeroes */
-	return h + 1;
-}
-
-static void
-mem_free(void *arg, void *ptr, size_t size)
-{
-	Mem		   *mm = arg;
-	MemHdr	   *h;
-
-	if (ptr == NULL)
-	{
-		mm->null_free++;
-		return;
-	}
-	h = (MemHdr *) ptr - 1;
-	if (h->size != size)
-		mm->bad_free++;
-	mm->live--;
-	memset(h, 0x5a, sizeof(MemHdr) + h->size);
-	free(h);
-}
+static TestMem mem = TEST_MEM_INIT;
 
 /* --------------------------------------------------------------- answers */
 
@@ -327,8 +267,8 @@ config(int nreq, int64_t reserve)
 	DLmConfig	c;
 
 	memset(&c, 0, sizeof(c));
-	c.alloc.alloc = mem_alloc;
-	c.alloc.free = mem_free;
+	c.alloc.alloc = test_mem_alloc;
+	c.alloc.free = test_mem_free;
 	c.alloc.arg = &mem;
 	c.seed[0] = seed0;
 	c.seed[1] = seed1;
@@ -3914,21 +3854,10 @@ test_validation(void)
 
 static uint64_t rng_state;
 
-static uint64_t
-rng(void)
-{
-	/* splitmix64 */
-	uint64_t	z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static int
 rnd(int n)
 {
-	return (int) (rng() % (uint64_t) n);
+	return test_rnd(&rng_state, n);
 }
 
 #define WL_NREQ 12

@@ -5,7 +5,7 @@
  *		as plainly as possible: growable arrays of owners, locks, holders,
  *		waiters and requests, every question answered by a linear scan, no
  *		hashing, no lists, no counts kept per lock.  Written from the README
- *		alone; it shares no code with dlock_lm.c.
+ *		alone; it shares no code with the lock manager (dlock_lm*.c).
  *
  * Where the README allows more than one reading, ModelOptions picks one
  * (model.h); the section numbers below are the README's.

@@ -3,7 +3,7 @@
  * model.h
  *		The reference model of the lock manager: core/README sections 1-9
  *		written as plainly as possible over arrays, with linear scans
- *		everywhere.  It shares no code with dlock_lm.c (it uses only
+ *		everywhere.  It shares no code with dlock_lm*.c (it uses only
  *		dlock_core.h's modes, names and paths, and dlock_lm.h's types), and
  *		test_model.c feeds it the events it feeds the core and compares the
  *		two after every event.

@@ -15,6 +15,7 @@
 
 #include "dlock_service.h"
 #include "test_check.h"
+#include "test_util.h"
 
 #define NREQ 200
 #define MAXROWS 4096
@@ -227,19 +228,18 @@ all_alive(void *arg, int32_t pid, int64_t start)
 	return true;
 }
 
-static void *
-lm_alloc(void *arg, size_t size)
-{
-	(void) arg;
-	return malloc(size);
-}
+/* the pictures' memory: every byte given back when one is destroyed */
+static TestMem mem = TEST_MEM_INIT;
 
 static void
-lm_free(void *arg, void *ptr, size_t size)
+drop_picture(void)
 {
-	(void) arg;
-	(void) size;
-	free(ptr);
+	if (LM == NULL)
+		return;
+	dlm_destroy(LM);
+	LM = NULL;
+	CHECK(mem.live == 0);
+	CHECK(mem.bad_free == 0);
 }
 
 static int
@@ -249,10 +249,10 @@ load(void)
 	DLsLoad		l = {0};
 	char		err[200];
 
-	if (LM)
-		dlm_destroy(LM);
-	cfg.alloc.alloc = lm_alloc;
-	cfg.alloc.free = lm_free;
+	drop_picture();
+	cfg.alloc.alloc = test_mem_alloc;
+	cfg.alloc.free = test_mem_free;
+	cfg.alloc.arg = &mem;
 	cfg.nrequesters = NREQ;
 	cfg.max_name_len = 63;
 	cfg.ticket_reserve = 100;
@@ -276,9 +276,7 @@ setup(void)
 	DLsConfig	c = {0};
 
 	dls_destroy(S);
-	if (LM)
-		dlm_destroy(LM);
-	LM = NULL;
+	drop_picture();
 	nstore = 0;
 	store_hi = 0;
 	fail_commits = 0;
@@ -699,7 +697,8 @@ test_random(void)
 {
 	static const char *const nm[] = {"a", "b", "c", "d"};
 	static const char *const keys[] = {NULL, "k1", "k2", "k3"};
-	uint64_t	x = 88172645463325252ULL;
+	uint64_t	seed = 88172645463325252ULL;
+	uint64_t	x = 0;
 	int64_t		max_token = 0;
 	int			failures = 0;
 
@@ -716,7 +715,7 @@ test_random(void)
 			int			requester;
 			DLockOp		op;
 
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			x = test_rand(&seed);
 			if (x % 3 != 0 || (dls_isolating(S) && nfresh > 0))
 				continue;
 			requester = (int) ((x >> 8) % 16);
@@ -860,8 +859,7 @@ main(void)
 	test_random();
 	test_rules();
 	dls_destroy(S);
-	if (LM)
-		dlm_destroy(LM);
+	drop_picture();
 	printf("service: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

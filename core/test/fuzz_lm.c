@@ -15,7 +15,7 @@
  * event the invariants of core/README section 10 that can be seen from
  * outside are checked.  dlm_destroy must give every allocation back.
  *
- * Usage: fuzz_lm [calls [seed]]   (default 200000 calls)
+ * Usage: test/fuzz_lm [calls [seed]]   (default 200000 calls)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -31,70 +31,26 @@
 #define CHECK_CONTEXT fprintf(stderr, " (call %ld, %s)", call, what)
 #define CHECK_REPORT_LIMIT 50
 #include "test_check.h"
+#include "test_util.h"
 
 static long call;				/* the current call */
 static const char *what = "";	/* what it was */
 
-/* ---------------------------------------------------------------- memory */
+/* ------------------------------------------------------ memory, random */
 
-typedef union MemHdr
-{
-	size_t		size;
-	long double ld;
-	long long	ll;
-	void	   *p;
-} MemHdr;
-
-static long live,
-			bad_free;
-
-static void *
-mem_alloc(void *arg, size_t size)
-{
-	MemHdr	   *h = malloc(sizeof(MemHdr) + size);
-
-	(void) arg;
-	if (h == NULL)
-		abort();
-	live++;
-	h->size = size;
-	memset(h + 1, 0xa5, size);
-	return h + 1;
-}
-
-static void
-mem_free(void *arg, void *ptr, size_t size)
-{
-	MemHdr	   *h;
-
-	(void) arg;
-	if (ptr == NULL)
-		return;
-	h = (MemHdr *) ptr - 1;
-	if (h->size != size)
-		bad_free++;
-	live--;
-	free(h);
-}
-
-/* --------------------------------------------------------------- random */
-
+static TestMem mem = TEST_MEM_INIT;
 static uint64_t rng_state;
 
 static uint64_t
 rng(void)
 {
-	uint64_t	z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return test_rand(&rng_state);
 }
 
 static int
 rnd(int n)
 {
-	return (int) (rng() % (uint64_t) n);
+	return test_rnd(&rng_state, n);
 }
 
 /* ---------------------------------------------------------------- setup */
@@ -1023,9 +979,9 @@ main(int argc, char **argv)
 		sess_start[r] = 1000000 + r;
 
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.alloc.alloc = mem_alloc;
-	cfg.alloc.free = mem_free;
-	cfg.alloc.arg = NULL;
+	cfg.alloc.alloc = test_mem_alloc;
+	cfg.alloc.free = test_mem_free;
+	cfg.alloc.arg = &mem;
 	cfg.seed[0] = seed * 31 + 1;
 	cfg.seed[1] = seed ^ 0x5555;
 	cfg.nrequesters = NREQ;
@@ -1055,11 +1011,11 @@ main(int argc, char **argv)
 		CHECK(dlm_create(&bad) == NULL);
 		bad = cfg, bad.max_parts = -1;
 		CHECK(dlm_create(&bad) == NULL);
-		CHECK(live == 0);
+		CHECK(mem.live == 0);
 	}
 
 	fuzz_load(&cfg, 2000);
-	CHECK(live == 0);
+	CHECK(mem.live == 0);
 
 	M = dlm_create(&cfg);
 	CHECK(M != NULL);
@@ -1091,8 +1047,8 @@ main(int argc, char **argv)
 			do_expire();
 	}
 	dlm_destroy(M);
-	CHECK(live == 0);
-	CHECK(bad_free == 0);
+	CHECK(mem.live == 0);
+	CHECK(mem.bad_free == 0);
 	free(before);
 	free(snap);
 	printf("fuzz-lm: %ld calls (%ld bad requests, %ld valid), seed %" PRIu64 "\n",

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: PostgreSQL */
 /*
  * test_model.c
- *		Random event sequences through the lock manager (dlock_lm.c) and the
+ *		Random event sequences through the lock manager (dlock_lm*.c) and the
  *		reference model (model.c), compared after every event: the answers
  *		each requester got (the fields its status defines), every name's
  *		holders and line, the locks announced, the names left in the picture
@@ -11,7 +11,7 @@
  *		dlm_destroy.  A mismatch is shrunk (delta debugging, each try in a
  *		child process) and printed as C code that compiles as it is.
  *
- *		./test_model [options] [events] [seed]	default 100000 events, seed 1
+ *		test/test_model [options] [events] [seed]	default 100000 events, seed 1
  *		  -m		the model alone, its invariants checked (no core)
  *		  -F		no child process per sequence (for a debugger; no
  *					shrinking)
@@ -32,6 +32,7 @@
 
 #include "dlock_lm.h"
 #include "model.h"
+#include "test_util.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -125,25 +126,6 @@ typedef struct Event
 } Event;
 
 /* ---------------------------------------------------------------- */
-/* Random numbers */
-
-static uint64_t
-next_rand(uint64_t *s)
-{
-	uint64_t	z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static int
-rnd(uint64_t *s, int n)
-{
-	return (int) (next_rand(s) % (uint64_t) n);
-}
-
-/* ---------------------------------------------------------------- */
 /* Options */
 
 static bool model_only;
@@ -216,8 +198,7 @@ typedef struct Run
 	int			nsteps,
 				csteps;
 	int			nobody_answers;
-	long		live_bytes;
-	long		live_blocks;
+	TestMem		mem;			/* the core's allocations */
 	int64_t		stored_hi;
 	/* the store as the adapter would keep it from the touched lists */
 	int64_t		rows_h[MIRROR_MAX];	/* stored tokens of holders */
@@ -279,34 +260,11 @@ fail(Run *run, int category, const char *fmt,...)
 	}
 }
 
-static void *
-test_alloc(void *arg, size_t size)
-{
-	Run		   *run = arg;
-	size_t	   *p = malloc(size + sizeof(size_t) * 2);
-
-	if (p == NULL)
-		return NULL;
-	p[0] = size;
-	run->live_bytes += (long) size;
-	run->live_blocks++;
-	return p + 2;
-}
-
+/* A free of the wrong size (test_util.c) is a mismatch of its own. */
 static void
-test_free(void *arg, void *ptr, size_t size)
+on_bad_free(void *arg, size_t allocated, size_t given)
 {
-	Run		   *run = arg;
-	size_t	   *p;
-
-	if (ptr == NULL)
-		return;
-	p = (size_t *) ptr - 2;
-	if (p[0] != size)
-		fail(run, CAT_MEMORY, "free of %zu bytes given size %zu", p[0], size);
-	run->live_bytes -= (long) p[0];
-	run->live_blocks--;
-	free(p);
+	fail((Run *) arg, CAT_MEMORY, "free of %zu bytes given size %zu", allocated, given);
 }
 
 static void
@@ -367,9 +325,12 @@ run_init(Run *run, const uint64_t hash_seed[2])
 		DLmConfig	cfg;
 
 		memset(&cfg, 0, sizeof(cfg));
-		cfg.alloc.alloc = test_alloc;
-		cfg.alloc.free = test_free;
-		cfg.alloc.arg = run;
+		run->mem = (TestMem) TEST_MEM_INIT;
+		run->mem.on_bad_free = on_bad_free;
+		run->mem.on_bad_free_arg = run;
+		cfg.alloc.alloc = test_mem_alloc;
+		cfg.alloc.free = test_mem_free;
+		cfg.alloc.arg = &run->mem;
 		cfg.seed[0] = hash_seed[0];
 		cfg.seed[1] = hash_seed[1];
 		cfg.nrequesters = NREQ;
@@ -428,9 +389,9 @@ run_done(Run *run)
 	{
 		check_stats(run);
 		dlm_destroy(run->core);
-		if (run->live_bytes != 0 || run->live_blocks != 0)
+		if (run->mem.live_bytes != 0 || run->mem.live != 0)
 			fail(run, CAT_MEMORY, "after dlm_destroy: %ld bytes in %ld blocks not freed",
-				 run->live_bytes, run->live_blocks);
+				 run->mem.live_bytes, run->mem.live);
 	}
 	model_destroy(run->model);
 	free(run->ans);
@@ -1660,38 +1621,38 @@ gen_init(Gen *g, uint64_t seed)
 {
 	g->rng = seed;
 	g->now = 1000 * UNIT;
-	g->nsessions = 2 + rnd(&g->rng, NREQ - 1);
+	g->nsessions = 2 + test_rnd(&g->rng, NREQ - 1);
 	g->next_pid = 100;
 	for (int i = 0; i < NREQ; i++)
 	{
 		g->pid[i] = g->next_pid++;
-		g->start[i] = 1 + rnd(&g->rng, 3);
+		g->start[i] = 1 + test_rnd(&g->rng, 3);
 	}
 	/* some sequences crowd a few names, others spread over all */
-	g->nnames = rnd(&g->rng, 3) == 0 ? 3 + rnd(&g->rng, NNAMES - 2) : NNAMES;
+	g->nnames = test_rnd(&g->rng, 3) == 0 ? 3 + test_rnd(&g->rng, NNAMES - 2) : NNAMES;
 	for (int i = 0; i < NNAMES; i++)
 		g->pick[i] = i;
 	for (int i = NNAMES - 1; i > 0; i--)
 	{
-		int			j = rnd(&g->rng, i + 1),
+		int			j = test_rnd(&g->rng, i + 1),
 					t = g->pick[i];
 
 		g->pick[i] = g->pick[j];
 		g->pick[j] = t;
 	}
-	g->key_pct = (int[]) {0, 20, 40, 70}[rnd(&g->rng, 4)];
-	g->ttl_pct = (int[]) {0, 30, 60}[rnd(&g->rng, 3)];
-	g->keep_pct = (int[]) {0, 30, 70}[rnd(&g->rng, 3)];
-	g->sem_pct = (int[]) {0, 0, 30, 80}[rnd(&g->rng, 4)];
-	g->big_capacity = (int32_t[]) {0, 0, 1 << 30, INT32_MAX}[rnd(&g->rng, 4)];
-	g->elect_pct = (int[]) {0, 0, 30, 80}[rnd(&g->rng, 4)];
+	g->key_pct = (int[]) {0, 20, 40, 70}[test_rnd(&g->rng, 4)];
+	g->ttl_pct = (int[]) {0, 30, 60}[test_rnd(&g->rng, 3)];
+	g->keep_pct = (int[]) {0, 30, 70}[test_rnd(&g->rng, 3)];
+	g->sem_pct = (int[]) {0, 0, 30, 80}[test_rnd(&g->rng, 4)];
+	g->big_capacity = (int32_t[]) {0, 0, 1 << 30, INT32_MAX}[test_rnd(&g->rng, 4)];
+	g->elect_pct = (int[]) {0, 0, 30, 80}[test_rnd(&g->rng, 4)];
 	g->nkept = 0;
 }
 
 static const char *
 gen_name(Gen *g)
 {
-	return NAMES[g->pick[rnd(&g->rng, g->nnames)]];
+	return NAMES[g->pick[test_rnd(&g->rng, g->nnames)]];
 }
 
 static int
@@ -1703,7 +1664,7 @@ gen_mode(Gen *g)
 		DLOCK_MODE_EX, DLOCK_MODE_EX, DLOCK_MODE_EX, DLOCK_MODE_EX
 	};
 
-	return modes[rnd(&g->rng, (int) (sizeof(modes) / sizeof(modes[0])))];
+	return modes[test_rnd(&g->rng, (int) (sizeof(modes) / sizeof(modes[0])))];
 }
 
 /* Names the owner holds (named), per the model. */
@@ -1742,7 +1703,7 @@ gen_event(Gen *g, const Model *m, Event *e)
 	int			w;
 
 	memset(e, 0, sizeof(*e));
-	g->now += UNIT * rnd(&g->rng, 4);
+	g->now += UNIT * test_rnd(&g->rng, 4);
 	e->now = g->now;
 	for (int i = 0; i < g->nsessions; i++)
 	{
@@ -1752,49 +1713,49 @@ gen_event(Gen *g, const Model *m, Event *e)
 			free_req[nfree++] = i;
 	}
 
-	w = rnd(&g->rng, 100);
+	w = test_rnd(&g->rng, 100);
 	if (nfree == 0 && w < 80)
-		w = 80 + rnd(&g->rng, 20);
+		w = 80 + test_rnd(&g->rng, 20);
 	if (w >= 80)
 	{
 		if (w < 88 && nwaiting > 0)
 		{
 			/* withdraw one or two, mostly waiting ones */
 			e->kind = EV_WITHDRAW;
-			e->nreqs = 1 + rnd(&g->rng, 2);
-			e->reqs[0] = waiting[rnd(&g->rng, nwaiting)];
+			e->nreqs = 1 + test_rnd(&g->rng, 2);
+			e->reqs[0] = waiting[test_rnd(&g->rng, nwaiting)];
 			if (e->nreqs == 2)
 			{
 				/* another, sometimes the same one twice */
-				e->reqs[1] = rnd(&g->rng, g->nsessions);
-				if (e->reqs[1] == e->reqs[0] && rnd(&g->rng, 4) != 0)
+				e->reqs[1] = test_rnd(&g->rng, g->nsessions);
+				if (e->reqs[1] == e->reqs[0] && test_rnd(&g->rng, 4) != 0)
 					e->nreqs = 1;
 			}
 			return;
 		}
 		if (w < 90)
 		{
-			int			r = rnd(&g->rng, g->nsessions);
+			int			r = test_rnd(&g->rng, g->nsessions);
 
 			e->kind = EV_SESSION_END;
 			/* sometimes no requester: its waiting request stays in line */
-			e->requester = rnd(&g->rng, 8) == 0 ? DLM_NOBODY : r;
+			e->requester = test_rnd(&g->rng, 8) == 0 ? DLM_NOBODY : r;
 			e->pid = g->pid[r];
 			e->start = g->start[r];
 			/* the requester's next session: same process id or a new one */
-			if (rnd(&g->rng, 2))
+			if (test_rnd(&g->rng, 2))
 				g->pid[r] = g->next_pid++;
-			g->start[r] += 1 + rnd(&g->rng, 3);
+			g->start[r] += 1 + test_rnd(&g->rng, 3);
 			return;
 		}
 		e->kind = EV_EXPIRE;
-		e->max = rnd(&g->rng, 3) == 0 ? 1 + rnd(&g->rng, 2) : 1000;
+		e->max = test_rnd(&g->rng, 3) == 0 ? 1 + test_rnd(&g->rng, 2) : 1000;
 		return;
 	}
 
 	/* a request */
 	{
-		int			r = free_req[rnd(&g->rng, nfree)];
+		int			r = free_req[test_rnd(&g->rng, nfree)];
 		const char *held[16];
 		int			nheld;
 
@@ -1802,23 +1763,23 @@ gen_event(Gen *g, const Model *m, Event *e)
 		e->requester = r;
 		e->pid = g->pid[r];
 		e->start = g->start[r];
-		e->key = rnd(&g->rng, 100) < g->key_pct ? KEYS[rnd(&g->rng, NKEYS)] : NULL;
+		e->key = test_rnd(&g->rng, 100) < g->key_pct ? KEYS[test_rnd(&g->rng, NKEYS)] : NULL;
 		/* mostly one role, so keys stay shared; sometimes another, or any */
-		e->role = rnd(&g->rng, 4) == 0 ? 2 + (uint32_t) (r % 2) : 1;
-		e->any_role = rnd(&g->rng, 16) == 0;
+		e->role = test_rnd(&g->rng, 4) == 0 ? 2 + (uint32_t) (r % 2) : 1;
+		e->any_role = test_rnd(&g->rng, 16) == 0;
 		/* quotas: mostly none, sometimes tight */
-		e->role_max = rnd(&g->rng, 6) == 0 ? 1 + (int64_t) rnd(&g->rng, 6) : 0;
-		e->owner_max = rnd(&g->rng, 6) == 0 ? 1 + (int64_t) rnd(&g->rng, 3) : 0;
-		e->role_max_bytes = rnd(&g->rng, 8) == 0 ? 4 + (int64_t) rnd(&g->rng, 40) : 0;
-		e->owner_max_bytes = rnd(&g->rng, 8) == 0 ? 4 + (int64_t) rnd(&g->rng, 20) : 0;
+		e->role_max = test_rnd(&g->rng, 6) == 0 ? 1 + (int64_t) test_rnd(&g->rng, 6) : 0;
+		e->owner_max = test_rnd(&g->rng, 6) == 0 ? 1 + (int64_t) test_rnd(&g->rng, 3) : 0;
+		e->role_max_bytes = test_rnd(&g->rng, 8) == 0 ? 4 + (int64_t) test_rnd(&g->rng, 40) : 0;
+		e->owner_max_bytes = test_rnd(&g->rng, 8) == 0 ? 4 + (int64_t) test_rnd(&g->rng, 20) : 0;
 		e->mode = gen_mode(g);
-		e->ttl = rnd(&g->rng, 100) < g->ttl_pct ? UNIT * (1 + rnd(&g->rng, 8)) : 0;
+		e->ttl = test_rnd(&g->rng, 100) < g->ttl_pct ? UNIT * (1 + test_rnd(&g->rng, 8)) : 0;
 		nheld = held_names(m, e->key, e->pid, e->start, held);
 		e->nnames = 1;
-		if (w < 24 && g->nkept > 0 && rnd(&g->rng, 3) == 0)
+		if (w < 24 && g->nkept > 0 && test_rnd(&g->rng, 3) == 0)
 		{
 			/* 14.3: an owner comes back for its kept place (or its grant) */
-			const Event *k = &g->kept[rnd(&g->rng, g->nkept)];
+			const Event *k = &g->kept[test_rnd(&g->rng, g->nkept)];
 
 			e->op = k->op;
 			e->key = k->key;
@@ -1826,18 +1787,18 @@ gen_event(Gen *g, const Model *m, Event *e)
 			e->capacity = k->capacity;
 			e->permits = k->permits;
 			e->election = k->election;
-			e->value = k->election ? VALUES[rnd(&g->rng, NVALUES)] : NULL;
+			e->value = k->election ? VALUES[test_rnd(&g->rng, NVALUES)] : NULL;
 			e->nnames = k->nnames;
 			memcpy(e->names, k->names, sizeof(e->names));
 			e->role = k->role;
-			e->keep = rnd(&g->rng, 4) != 0;
+			e->keep = test_rnd(&g->rng, 4) != 0;
 			if (e->keep && e->ttl == 0)
-				e->ttl = UNIT * (1 + rnd(&g->rng, 8));
+				e->ttl = UNIT * (1 + test_rnd(&g->rng, 8));
 		}
 		else if (w < 24)
 		{
 			e->op = DLOCK_OP_ACQUIRE;
-			e->names[0] = nheld > 0 && rnd(&g->rng, 5) == 0 ? held[rnd(&g->rng, nheld)] : gen_name(g);
+			e->names[0] = nheld > 0 && test_rnd(&g->rng, 5) == 0 ? held[test_rnd(&g->rng, nheld)] : gen_name(g);
 		}
 		else if (w < 32)
 		{
@@ -1847,7 +1808,7 @@ gen_event(Gen *g, const Model *m, Event *e)
 		else if (w < 41)
 		{
 			e->op = DLOCK_OP_ACQUIRE_ALL;
-			e->nnames = 1 + rnd(&g->rng, 3);
+			e->nnames = 1 + test_rnd(&g->rng, 3);
 			for (int i = 0; i < e->nnames; i++)
 			{
 				e->names[i] = gen_name(g);
@@ -1868,30 +1829,30 @@ gen_event(Gen *g, const Model *m, Event *e)
 		else if (w < 53)
 		{
 			e->op = DLOCK_OP_CONVERT;
-			e->names[0] = nheld > 0 && rnd(&g->rng, 10) < 8 ? held[rnd(&g->rng, nheld)] : gen_name(g);
+			e->names[0] = nheld > 0 && test_rnd(&g->rng, 10) < 8 ? held[test_rnd(&g->rng, nheld)] : gen_name(g);
 		}
 		else if (w < 70)
 		{
 			e->op = DLOCK_OP_RELEASE;
 			e->mode = 0;
 			e->ttl = 0;
-			e->names[0] = nheld > 0 && rnd(&g->rng, 10) < 8 ? held[rnd(&g->rng, nheld)] : gen_name(g);
-			if (nheld >= 2 && rnd(&g->rng, 20) == 0)
+			e->names[0] = nheld > 0 && test_rnd(&g->rng, 10) < 8 ? held[test_rnd(&g->rng, nheld)] : gen_name(g);
+			if (nheld >= 2 && test_rnd(&g->rng, 20) == 0)
 			{
 				/* an undo of an acquire_all grant: nobody is answered */
 				e->requester = DLM_NOBODY;
 				e->nnames = 2;
 				e->names[0] = held[0];
-				e->names[1] = held[1 + rnd(&g->rng, nheld - 1)];
+				e->names[1] = held[1 + test_rnd(&g->rng, nheld - 1)];
 			}
 		}
 		else if (w < 75)
 		{
 			e->op = DLOCK_OP_RENEW;
 			e->mode = 0;
-			e->names[0] = nheld > 0 && rnd(&g->rng, 10) < 8 ? held[rnd(&g->rng, nheld)] : gen_name(g);
-			e->ttl = rnd(&g->rng, 2) ? UNIT * (1 + rnd(&g->rng, 8)) : 0;
-			e->max_ttl = rnd(&g->rng, 3) == 0 ? UNIT * (1 + rnd(&g->rng, 4)) : 0;
+			e->names[0] = nheld > 0 && test_rnd(&g->rng, 10) < 8 ? held[test_rnd(&g->rng, nheld)] : gen_name(g);
+			e->ttl = test_rnd(&g->rng, 2) ? UNIT * (1 + test_rnd(&g->rng, 8)) : 0;
+			e->max_ttl = test_rnd(&g->rng, 3) == 0 ? UNIT * (1 + test_rnd(&g->rng, 4)) : 0;
 		}
 		else if (w < 78)
 		{
@@ -1899,7 +1860,7 @@ gen_event(Gen *g, const Model *m, Event *e)
 			e->mode = 0;
 			e->ttl = 0;
 			e->nnames = 0;
-			if (rnd(&g->rng, 8) == 0)
+			if (test_rnd(&g->rng, 8) == 0)
 				e->requester = DLM_NOBODY;
 		}
 		else
@@ -1907,22 +1868,22 @@ gen_event(Gen *g, const Model *m, Event *e)
 			/* bad input: one defect */
 			e->op = DLOCK_OP_ACQUIRE;
 			e->names[0] = gen_name(g);
-			switch (rnd(&g->rng, 8))
+			switch (test_rnd(&g->rng, 8))
 			{
 				case 0:
-					e->mode = rnd(&g->rng, 2) ? DLOCK_NMODES : -1;
+					e->mode = test_rnd(&g->rng, 2) ? DLOCK_NMODES : -1;
 					break;
 				case 1:
-					e->names[0] = BAD_NAMES[rnd(&g->rng, (int) (sizeof(BAD_NAMES) / sizeof(BAD_NAMES[0])))];
+					e->names[0] = BAD_NAMES[test_rnd(&g->rng, (int) (sizeof(BAD_NAMES) / sizeof(BAD_NAMES[0])))];
 					break;
 				case 2:
-					e->key = BAD_KEYS[rnd(&g->rng, 2)];
+					e->key = BAD_KEYS[test_rnd(&g->rng, 2)];
 					break;
 				case 3:
 					e->op = DLOCK_OP_ACQUIRE_ALL;
 					e->nnames = 2;
 					e->names[0] = "b";
-					e->names[1] = rnd(&g->rng, 2) ? "a" : "b";
+					e->names[1] = test_rnd(&g->rng, 2) ? "a" : "b";
 					break;
 				case 4:
 					e->ttl = -UNIT;
@@ -1934,66 +1895,66 @@ gen_event(Gen *g, const Model *m, Event *e)
 					/* 14.1: keep_place without a key, or on a try */
 					e->keep = true;
 					e->ttl = UNIT;
-					if (rnd(&g->rng, 2))
+					if (test_rnd(&g->rng, 2))
 						e->op = DLOCK_OP_TRY;
 					else
 						e->key = NULL;
-					if (e->op == DLOCK_OP_TRY && e->key == NULL && rnd(&g->rng, 2))
+					if (e->op == DLOCK_OP_TRY && e->key == NULL && test_rnd(&g->rng, 2))
 						e->key = KEYS[0];
 					break;
 				default:
-					e->op = (DLockOp) (rnd(&g->rng, 2) ? 0 : 99);
+					e->op = (DLockOp) (test_rnd(&g->rng, 2) ? 0 : 99);
 					break;
 			}
 		}
 		if (w < 32 && e->capacity == 0 && (e->op == DLOCK_OP_ACQUIRE || e->op == DLOCK_OP_TRY) &&
-			e->names[0][0] != '/' && rnd(&g->rng, 100) < g->sem_pct)
+			e->names[0][0] != '/' && test_rnd(&g->rng, 100) < g->sem_pct)
 		{
 			/* 15: permits of a semaphore; mostly its name's own capacity */
-			e->capacity = rnd(&g->rng, 8) == 0 ? 1 + rnd(&g->rng, 4) : 2 + (e->names[0][0] - 'a') % 2;
-			e->permits = 1 + rnd(&g->rng, e->capacity);
-			if (g->big_capacity != 0 && e->names[0][0] == 'c' && rnd(&g->rng, 8) != 0)
+			e->capacity = test_rnd(&g->rng, 8) == 0 ? 1 + test_rnd(&g->rng, 4) : 2 + (e->names[0][0] - 'a') % 2;
+			e->permits = 1 + test_rnd(&g->rng, e->capacity);
+			if (g->big_capacity != 0 && e->names[0][0] == 'c' && test_rnd(&g->rng, 8) != 0)
 			{
 				/* 15.3: permits whose sums pass INT32_MAX */
 				int32_t		c = g->big_capacity;
 
 				e->capacity = c;
-				e->permits = (int32_t[]) {1, c / 2, c / 2 + 1, c - 1, c}[rnd(&g->rng, 5)];
+				e->permits = (int32_t[]) {1, c / 2, c / 2 + 1, c - 1, c}[test_rnd(&g->rng, 5)];
 			}
 			e->mode = DLOCK_MODE_NL;
-			if (rnd(&g->rng, 40) == 0)	/* bad: more than it has, or none */
+			if (test_rnd(&g->rng, 40) == 0)	/* bad: more than it has, or none */
 				e->permits = e->capacity < INT32_MAX ? e->capacity + 1 : 0;
 		}
 		if (w < 32 && e->capacity == 0 && (e->op == DLOCK_OP_ACQUIRE || e->op == DLOCK_OP_TRY) &&
-			e->names[0][0] != '/' && rnd(&g->rng, 100) < g->elect_pct)
+			e->names[0][0] != '/' && test_rnd(&g->rng, 100) < g->elect_pct)
 		{
 			/* 16: a campaign for the lead */
 			e->election = true;
 			e->mode = DLOCK_MODE_EX;
-			e->value = VALUES[rnd(&g->rng, NVALUES)];
-			if (rnd(&g->rng, 40) == 0)
+			e->value = VALUES[test_rnd(&g->rng, NVALUES)];
+			if (test_rnd(&g->rng, 40) == 0)
 				e->mode = DLOCK_MODE_PR;	/* bad: a campaign is EX */
 		}
-		else if (w >= 70 && w < 75 && rnd(&g->rng, 3) == 0)
+		else if (w >= 70 && w < 75 && test_rnd(&g->rng, 3) == 0)
 		{
 			/* 16.4: a new value, by the leader mostly */
 			e->op = DLOCK_OP_PROCLAIM;
 			e->mode = 0;
 			e->ttl = 0;
 			e->max_ttl = 0;
-			e->value = VALUES[rnd(&g->rng, NVALUES)];
+			e->value = VALUES[test_rnd(&g->rng, NVALUES)];
 		}
 		if (w < 41 && !e->keep && (e->op == DLOCK_OP_ACQUIRE || e->op == DLOCK_OP_ACQUIRE_ALL) &&
-			e->key && rnd(&g->rng, 100) < g->keep_pct)
+			e->key && test_rnd(&g->rng, 100) < g->keep_pct)
 		{
 			/* 14: keep the place; mostly with the lease it needs */
 			e->keep = true;
-			if (e->ttl == 0 && rnd(&g->rng, 10) != 0)
-				e->ttl = UNIT * (1 + rnd(&g->rng, 8));
+			if (e->ttl == 0 && test_rnd(&g->rng, 10) != 0)
+				e->ttl = UNIT * (1 + test_rnd(&g->rng, 8));
 			if (g->nkept < 4)
 				g->kept[g->nkept++] = *e;
 			else
-				g->kept[rnd(&g->rng, 4)] = *e;
+				g->kept[test_rnd(&g->rng, 4)] = *e;
 		}
 	}
 }
@@ -2471,8 +2432,8 @@ main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (events < total)
 	{
-		uint64_t	seq_seed = next_rand(&rng);
-		int			len = 200 + rnd(&rng, 1801);
+		uint64_t	seq_seed = test_rand(&rng);
+		int			len = 200 + test_rnd(&rng, 1801);
 		uint64_t	hash_seed[2] = {FIXED_HASH_SEED[0], FIXED_HASH_SEED[1]};
 		int			result;
 		bool		print = printed < 3;
@@ -2485,8 +2446,8 @@ main(int argc, char **argv)
 		/* one sequence in four also runs with a fresh hash seed */
 		if ((passed + failed) % 4 == 3)
 		{
-			hash_seed[0] = next_rand(&rng);
-			hash_seed[1] = next_rand(&rng);
+			hash_seed[0] = test_rand(&rng);
+			hash_seed[1] = test_rand(&rng);
 			reseeded++;
 		}
 		if (no_fork || model_only)

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: PostgreSQL */
+/*
+ * dlock_lm_batch.c
+ *		The batch (core/README section 9): what the events since the last
+ *		dlm_settle leave for the adapter to store and announce -- the rows
+ *		of the holders and waiters they touched, the ticket counter, the
+ *		locks announced (8), the elections whose leader changed (16) -- and
+ *		dlm_settle, which frees what left the picture.
+ *
+ * Interface (dlock_lm_int.h):
+ *		dlm_touch_holder, dlm_touch_waiter	a row to write (once per batch)
+ *		dlm_holder_changed		a holder's row to update; durable for a key
+ *		dlm_take_ticket			the next ticket, a new block when passed
+ *		dlm_leader_changed		an election's leader or value changed
+ *		dlm_value_copy, dlm_value_free	a leader's or a campaign's value
+ * Interface (dlock_lm.h): dlm_touched_holders, dlm_touched_waiters,
+ * dlm_counter_dirty, dlm_batch_durable, dlm_notified_locks,
+ * dlm_leader_changes, dlm_settle.
+ */
+#include "dlock_lm_int.h"
+
+#include <string.h>
+
+/* ---------------------------------------------------------------------
+ * The batch's bookkeeping (9)
+ * --------------------------------------------------------------------- */
+
+void
+dlm_touch_holder(DLockManager *m, DLmHolder *h)
+{
+	if (h->p.listed)
+		return;
+	h->p.listed = true;
+	h->touched_next = NULL;
+	if (m->touched_h_tail)
+		m->touched_h_tail->touched_next = h;
+	else
+		m->touched_h = h;
+	m->touched_h_tail = h;
+}
+
+void
+dlm_touch_waiter(DLockManager *m, DLmWaiter *w)
+{
+	if (w->p.listed)
+		return;
+	w->p.listed = true;
+	w->touched_next = NULL;
+	if (m->touched_w_tail)
+		m->touched_w_tail->touched_next = w;
+	else
+		m->touched_w = w;
+	m->touched_w_tail = w;
+}
+
+/* A leader's or a campaign's value (16), in the manager's memory. */
+char *
+dlm_value_copy(DLockManager *m, const char *value)
+{
+	size_t		len = strlen(value);
+	char	   *copy = dlm_alloc0(m, len + 1);
+
+	if (copy)
+		memcpy(copy, value, len);
+	return copy;
+}
+
+void
+dlm_value_free(DLockManager *m, char *value)
+{
+	if (value)
+		dlm_mem_free(m, value, strlen(value) + 1);
+}
+
+/* An election's leader or its value changed (16): announce it, once. */
+void
+dlm_leader_changed(DLockManager *m, DLmLock *l)
+{
+	if (!l->election || l->leader_listed)
+		return;
+	l->leader_listed = true;
+	l->leader_next = NULL;
+	if (m->leaders_tail)
+		m->leaders_tail->leader_next = l;
+	else
+		m->leaders = l;
+	m->leaders_tail = l;
+}
+
+/* The row must be updated; what an owner key holds must survive a crash. */
+void
+dlm_holder_changed(DLockManager *m, DLmHolder *h)
+{
+	h->p.dirty = true;
+	if (h->owner->key)
+		m->durable = true;
+	dlm_touch_holder(m, h);
+}
+
+int64_t
+dlm_take_ticket(DLockManager *m)
+{
+	int64_t		t = m->next_ticket++;
+
+	if (m->next_ticket > m->ticket_hi)
+	{
+		m->ticket_hi = m->next_ticket + m->cfg.ticket_reserve;
+		m->counter_dirty = true;
+	}
+	return t;
+}
+
+/* ---------------------------------------------------------------------
+ * The batch's output (9)
+ * --------------------------------------------------------------------- */
+
+DLmHolder *
+dlm_touched_holders(const DLockManager *m)
+{
+	return m->touched_h;
+}
+
+DLmWaiter *
+dlm_touched_waiters(const DLockManager *m)
+{
+	return m->touched_w;
+}
+
+bool
+dlm_counter_dirty(const DLockManager *m, int64_t *hi)
+{
+	if (hi)
+		*hi = m->ticket_hi;
+	return m->counter_dirty;
+}
+
+bool
+dlm_batch_durable(const DLockManager *m)
+{
+	return m->durable;
+}
+
+DLmLock *
+dlm_notified_locks(const DLockManager *m)
+{
+	return m->notify;
+}
+
+DLmLock *
+dlm_leader_changes(const DLockManager *m)
+{
+	return m->leaders;
+}
+
+void
+dlm_settle(DLockManager *m)
+{
+	DLmHolder  *h,
+			   *hn;
+	DLmWaiter  *w,
+			   *wn;
+	DLmLock    *l,
+			   *ln;
+	DLmOwner   *o,
+			   *on;
+
+	if (m->broken)
+		return;
+	for (h = m->touched_h; h; h = hn)
+	{
+		hn = h->touched_next;
+		if (h->p.dead)
+		{
+			dlm_value_free(m, h->value);
+			dlm_mem_free(m, h, sizeof(DLmHolder));
+		}
+		else
+		{
+			h->p.stored = true;
+			h->p.dirty = false;
+			h->p.listed = false;
+			h->stored_token = h->token;
+			h->stored_mode = h->mode;
+			h->stored_permits = h->permits;
+			h->touched_next = NULL;
+		}
+	}
+	m->touched_h = m->touched_h_tail = NULL;
+	for (w = m->touched_w; w; w = wn)
+	{
+		wn = w->touched_next;
+		if (w->p.dead)
+		{
+			dlm_value_free(m, w->value);
+			dlm_mem_free(m, w, sizeof(DLmWaiter));
+		}
+		else
+		{
+			w->p.stored = true;
+			w->p.dirty = false;
+			w->p.listed = false;
+			w->touched_next = NULL;
+		}
+	}
+	m->touched_w = m->touched_w_tail = NULL;
+	for (l = m->notify; l; l = ln)
+	{
+		ln = l->notify_next;
+		l->notify_listed = false;
+		l->notify_next = NULL;
+	}
+	m->notify = m->notify_tail = NULL;
+	for (l = m->leaders; l; l = ln)
+	{
+		ln = l->leader_next;
+		l->leader_listed = false;
+		l->leader_next = NULL;
+	}
+	m->leaders = m->leaders_tail = NULL;
+	for (l = m->empty_locks; l; l = ln)
+	{
+		ln = l->empty_next;
+		l->maybe_empty = false;
+		if (dlm_list_empty(&l->holders) && dlm_list_empty(&l->converts) &&
+			dlm_list_empty(&l->waiters) && !l->scan_listed)
+		{
+			dlm_hash_remove(&m->locks, &l->hash_node);
+			dlm_mem_free(m, l, sizeof(DLmLock) + l->name_len + 1);
+		}
+	}
+	m->empty_locks = NULL;
+	for (o = m->empty_owners; o; o = on)
+	{
+		on = o->empty_next;
+		o->maybe_empty = false;
+		if (dlm_list_empty(&o->holders) && dlm_list_empty(&o->waiters))
+		{
+			dlm_hash_remove(&m->owners, &o->hash_node);
+			dlm_mem_free(m, o, sizeof(DLmOwner) + (o->key ? strlen(o->key) + 1 : 0));
+		}
+	}
+	m->empty_owners = NULL;
+	m->counter_dirty = false;
+	m->durable = false;
+}
