@@ -979,6 +979,23 @@ report_common(const DLockRequest *req, const DLockReply *reply)
 							 errdetail("A name is a lock, a semaphore or a leader election while anyone holds or waits for it, never two of them."),
 							 errhint("Use another name, or wait until nobody holds or waits for this one.")));
 					break;
+				case DLM_ERR_KEEP_PLACE:
+					/* a session's request ends with its calls: nobody could come back for it */
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("keep_place needs an owner key"),
+							 errdetail("A kept place waits for the owner's next call, which may come from another connection."),
+							 errhint("Pass owner => dlock_new_owner() (kept for the next calls).")));
+					break;
+				case DLM_ERR_BAD_SEMAPHORE:
+				case DLM_ERR_BAD_ELECTION:
+					/* the arguments' ranges are checked here: what is left is a path */
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("%s name cannot be a path",
+									reply->count == DLM_ERR_BAD_SEMAPHORE ? "a semaphore's" : "an election's"),
+							 errdetail("Names starting with \"/\" are hierarchical locks.")));
+					break;
 				case DLM_ERR_CAPACITY:
 					ereport(ERROR,
 							(errcode(ERRCODE_DLOCK_CAPACITY),
@@ -1106,13 +1123,7 @@ acquire_request(FunctionCallInfo fcinfo, DLockRequest *req, int name_arg, int mo
 									  (int64) dlock_max_ttl_s * USECS_PER_SEC);
 	req->keep_place = keep_arg >= 0 && keep_arg < PG_NARGS() &&
 		!PG_ARGISNULL(keep_arg) && PG_GETARG_BOOL(keep_arg);
-	/* a session's request ends with its calls: nobody could come back for it */
-	if (req->keep_place && req->owner == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("keep_place needs an owner key"),
-				 errdetail("A kept place waits for the owner's next call, which may come from another connection."),
-				 errhint("Pass owner => dlock_new_owner() (kept for the next calls).")));
+	/* keep_place without an owner key: the lock manager refuses it (core 14.1) */
 }
 
 /*
@@ -1134,17 +1145,6 @@ token_or_null(FunctionCallInfo fcinfo, const DLockRequest *req, const char *what
 		PG_RETURN_NULL();
 	elog(ERROR, "unexpected dlock answer %d to %s", (int) reply.status, what);
 	PG_RETURN_NULL();
-}
-
-/* Semaphores and elections take no intentions: their names are flat. */
-static void
-refuse_path(const DLockRequest *req, const char *whose)
-{
-	if (dlock_name_is_path(req->name, req->name_len))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s name cannot be a path", whose),
-				 errdetail("Names starting with \"/\" are hierarchical locks.")));
 }
 
 Datum
@@ -1289,7 +1289,6 @@ semaphore_args(FunctionCallInfo fcinfo, DLockRequest *req, int capacity_arg)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("permits must be between 1 and the capacity (%d)", req->capacity)));
-	refuse_path(req, "a semaphore's");
 }
 
 /*
@@ -1344,7 +1343,6 @@ dlock_campaign(PG_FUNCTION_ARGS)
 	req.mode = DLOCK_MODE_EX;
 	req.election = true;
 	arg_value(fcinfo, 1, &req);
-	refuse_path(&req, "an election's");
 	req.timeout_at = arg_timeout_at(fcinfo, 2);
 	return token_or_null(fcinfo, &req, "campaign");
 }
