@@ -30,6 +30,7 @@ typedef struct Revoked
 	char	   *name;			/* NULL: every name of the key */
 	char	   *reason;
 	DLockTime	at;
+	bool		forgotten;		/* by a grant of a batch not committed yet */
 } Revoked;
 
 struct DLockService
@@ -223,13 +224,16 @@ revoked_find(DLockService *s, const DLmRequest *q)
 	while (s->nrevoked > 0 && s->now - s->revoked[0].at > DLS_REVOKED_KEEP_US)
 		revoked_remove(s, 0);
 	for (int i = s->nrevoked - 1; i >= 0; i--)
-		if (same_owner(&s->revoked[i], q) &&
+		if (!s->revoked[i].forgotten && same_owner(&s->revoked[i], q) &&
 			(s->revoked[i].name == NULL || strcmp(s->revoked[i].name, q->names[0]) == 0))
 			return i;
 	return -1;
 }
 
-/* A new grant to the owner forgets its revocations of the names. */
+/*
+ * A new grant to the owner forgets its revocations of the names, once its
+ * batch is committed (revoked_settle); a batch that fails forgets nothing.
+ */
 static void
 revoked_forget(DLockService *s, const DLmRequest *q)
 {
@@ -240,8 +244,17 @@ revoked_forget(DLockService *s, const DLmRequest *q)
 		for (int k = 0; k < q->nnames && !named; k++)
 			named = strcmp(s->revoked[i].name, q->names[k]) == 0;
 		if (named && same_owner(&s->revoked[i], q))
-			revoked_remove(s, i);
+			s->revoked[i].forgotten = true;
 	}
+}
+
+/* The batch is committed: what its grants forgot goes. */
+static void
+revoked_settle(DLockService *s)
+{
+	for (int i = s->nrevoked - 1; i >= 0; i--)
+		if (s->revoked[i].forgotten)
+			revoked_remove(s, i);
 }
 
 static void
@@ -631,6 +644,7 @@ dls_batch(DLockService *s, const DLsBatch *b, char *err, size_t errlen)
 	began = s->deferred > 0 ? s->deferred_since : s->now;	/* hand-offs wait from here */
 	s->deferred = 0;
 	dlm_settle(lm);				/* the rows match: what left the picture goes */
+	revoked_settle(s);
 	s->cfg.store.publish(s->cfg.store.arg, lm);
 	dlm_counters_batch(&s->counted, lm, s->nfresh, wrote, write_us, clock_now(s) - began);
 	s->nfresh = 0;
@@ -651,13 +665,15 @@ dls_fail(DLockService *s, DLsFailure *out)
 	s->deferred = 0;
 	s->current = NULL;
 	notify_clear(s);
-	/* the failed batch's revocations never happened */
+	/* the failed batch's revocations and forgettings never happened */
 	while (s->revoked_added > 0 && s->nrevoked > 0)
 	{
 		revoked_free(&s->revoked[--s->nrevoked]);
 		s->revoked_added--;
 	}
 	s->revoked_added = 0;
+	for (int i = 0; i < s->nrevoked; i++)
+		s->revoked[i].forgotten = false;
 	s->failures++;
 	shift = s->failures - 1 < 20 ? s->failures - 1 : 20;
 	out->failures = s->failures;

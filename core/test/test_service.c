@@ -789,6 +789,154 @@ test_random(void)
 	CHECK(early_publish == 0);
 }
 
+/*
+ * Revocations against a plain model: owners (a key each) try, release and
+ * renew four names while an administrator force-releases names and keys,
+ * one request per batch, commits failing at random (the picture reloaded),
+ * the clock jumping past the memory's hour now and then.  Every answer is
+ * compared with the model: REVOKED with the newest reason exactly when
+ * the owner no longer holds a name it was released from, within the hour,
+ * since its last grant of it; the counts of force releases; a failed
+ * batch's revocations forgotten.
+ */
+typedef struct MRevoked
+{
+	int			owner;			/* requester; -1 unused */
+	int			name;			/* -1: every name */
+	char		reason[16];
+	DLockTime	at;
+} MRevoked;
+
+static void
+test_random_revocations(void)
+{
+	static const char *const nm[] = {"a", "b", "c", "d"};
+	static char keys[8][16];
+	static MRevoked mr[4096];
+	int			nmr = 0;
+	uint64_t	seed = 7;
+	int			revoked_seen = 0,
+				failures = 0;
+
+	setup();
+	for (int i = 0; i < 8; i++)
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+	for (int step = 0; step < 30000 && nmr < 4000; step++)
+	{
+		uint64_t	x = test_rand(&seed);
+		int			r = (int) (x % 8);
+		int			n = (int) ((x >> 8) % 4);
+		int			kind = (int) ((x >> 16) % 10);
+		bool		held = false;
+		int			expect_count = 0;
+		int			added = 0;
+		char		reason[16];
+		DLsRequest *q;
+		DLsOutcome	o;
+
+		{
+			DLmLock    *l = dlm_lookup(LM, nm[n]);
+
+			for (DLmHolder *h = l ? dlm_lock_holders(l) : NULL; h; h = dlm_holder_next(h))
+				held |= h->owner->key && strcmp(h->owner->key, keys[r]) == 0;
+		}
+		snprintf(reason, sizeof(reason), "r%d", step);
+		if (kind < 3)
+			q = req(DLOCK_OP_TRY, r, r, keys[r], nm[n], 0);
+		else if (kind < 5)
+			q = req(DLOCK_OP_RELEASE, r, r, keys[r], nm[n], 0);
+		else if (kind < 7)
+			q = req(DLOCK_OP_RENEW, r, r, keys[r], nm[n], 0);
+		else if (kind < 9)
+		{
+			/* every holder of the name, or one key's */
+			bool		one = (x >> 24) % 2;
+			DLmLock    *l = dlm_lookup(LM, nm[n]);
+
+			q = req(DLOCK_OP_FORCE_RELEASE, 9, 9, one ? keys[r] : NULL, nm[n], 0);
+			for (DLmHolder *h = l ? dlm_lock_holders(l) : NULL; h; h = dlm_holder_next(h))
+				if (!h->implied && (!one || strcmp(h->owner->key, keys[r]) == 0))
+				{
+					mr[nmr++] = (MRevoked) {h->owner->key[1] - '0', n, "", clk};
+					snprintf(mr[nmr - 1].reason, sizeof(mr[0].reason), "%s", reason);
+					expect_count++;
+					added++;
+				}
+		}
+		else
+		{
+			q = req(DLOCK_OP_FORCE_RELEASE_ALL, 9, 9, keys[r], "", 0);
+			q->q.nnames = 0;
+			for (int k = 0; k < 4; k++)
+			{
+				DLmLock    *l = dlm_lookup(LM, nm[k]);
+
+				for (DLmHolder *h = l ? dlm_lock_holders(l) : NULL; h; h = dlm_holder_next(h))
+					expect_count += strcmp(h->owner->key, keys[r]) == 0;
+			}
+			mr[nmr++] = (MRevoked) {r, -1, "", clk};
+			snprintf(mr[nmr - 1].reason, sizeof(mr[0].reason), "%s", reason);
+			added++;
+		}
+		q->q.value = kind >= 7 ? reason : NULL;
+		q->q.any_role = kind >= 7;
+		if ((x >> 32) % 23 == 0)
+			fail_commits = 1;
+		o = batch();
+		if (o == DLS_FAILED)
+		{
+			DLsFailure	f;
+
+			failures++;
+			nmr -= added;		/* the batch's revocations never happened, */
+			dls_fail(S, &f);	/* nor did what its grants forgot */
+			memset(pending, 0, sizeof(pending));
+			if (load() != 0)
+			{
+				CHECK(false);
+				return;
+			}
+			/* a request that failed alone is the adapter's to answer */
+			continue;
+		}
+		fail_commits = 0;
+		if (kind >= 7)
+			CHECK(status_of(9) == DLOCK_STATUS_COUNT && published[9].a.count == expect_count);
+		else if (kind < 3)
+		{
+			CHECK(status_of(r) == DLOCK_STATUS_GRANTED || status_of(r) == DLOCK_STATUS_REFUSED);
+			if (status_of(r) == DLOCK_STATUS_GRANTED)
+				for (int i = 0; i < nmr; i++)
+					if (mr[i].owner == r && (mr[i].name == -1 || mr[i].name == n))
+						mr[i].owner = -1;	/* a new grant forgets */
+		}
+		else
+		{
+			int			newest = -1;
+
+			for (int i = 0; i < nmr; i++)
+				if (mr[i].owner == r && (mr[i].name == -1 || mr[i].name == n) &&
+					clk - mr[i].at <= DLS_REVOKED_KEEP_US)
+					newest = i;
+			if (held)
+				CHECK(status_of(r) == (kind < 5 ? DLOCK_STATUS_RELEASED : DLOCK_STATUS_RENEWED));
+			else if (newest >= 0)
+			{
+				CHECK(status_of(r) == DLOCK_STATUS_REVOKED &&
+					  strcmp(published[r].reason, mr[newest].reason) == 0);
+				revoked_seen++;
+			}
+			else
+				CHECK(status_of(r) == DLOCK_STATUS_NOT_HELD);
+		}
+		forget(r);
+		forget(9);
+		clk += (x >> 40) % 50 == 0 ? 20 * 60 * SEC : 1000;
+	}
+	CHECK(revoked_seen > 500);
+	CHECK(failures > 100);
+}
+
 /* The rules both adapters word alike. */
 static void
 owner_words(char *buf, size_t size, bool keyed, int32_t pid, void *arg)
@@ -857,6 +1005,7 @@ main(void)
 	test_force_release();
 	test_isolation();
 	test_random();
+	test_random_revocations();
 	test_rules();
 	dls_destroy(S);
 	drop_picture();
