@@ -705,7 +705,6 @@ test_random(void)
 	setup();
 	for (int step = 0; step < 20000; step++)
 	{
-		int			n = 0;
 		DLsWithdrawal w[4];
 		int			nw = 0;
 		DLsOutcome	o;
@@ -737,7 +736,6 @@ test_random(void)
 			}
 			req(op, requester, requester, keys[(x >> 16) % 4], nm[(x >> 24) % 4],
 				(x >> 28) % 2 ? SEC / 2 : 0);
-			n++;
 		}
 		if ((x >> 32) % 17 == 0)
 			fail_commits = 1;
