@@ -10,7 +10,8 @@
  * store (the client library's) and the manager (neither) all include it,
  * and the two header sets must never meet in one unit.
  *
- * Interface: dlock_set_err (dlock_errors.c); the settings (dlock_plugin.c).
+ * Interface: dlock_set_err, shown, shown_len (dlock_errors.c); the settings
+ * (dlock_plugin.c).
  */
 #ifndef DLOCK_TYPES_H
 #define DLOCK_TYPES_H
@@ -128,6 +129,12 @@ typedef struct DlockResult
 /* Fill err (code, message from fmt, not a warning). */
 extern void dlock_set_err(DlockErr *err, int code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
+/*
+ * A name in a message (dlock_errors.c): control characters shown as '?',
+ * cut with "..." to fit size; NUL-terminated, or of len bytes.
+ */
+extern const char *shown(const char *s, char *buf, size_t size);
+extern const char *shown_len(const char *s, size_t len, char *buf, size_t size);
 
 /*
  * Settings: the plugin's system variables (dlock_plugin.c), read by the
