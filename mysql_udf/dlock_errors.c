@@ -217,3 +217,16 @@ describe_withdrawn(const Slot *s, DlockErr *err)
 			"dlock_release_all() was called for its owner key [DL002]",
 			s->call.fn, shown(s->names_z[0], nm, sizeof(nm)));
 }
+
+/* A lock an administrator released (dlock_force_release): its holder hears why. */
+void
+describe_revoked(const Slot *s, const char *reason, DlockErr *err)
+{
+	char		nm[SHOWN_MAX];
+	char		why[sizeof(err->msg)];
+
+	dlock_set_err(err, DLOCK_ER_UNKNOWN,
+			"%s: lock \"%s\" was released by an administrator [DL001]; reason: %s",
+			s->call.fn, shown(s->names_z[0], nm, sizeof(nm)),
+			shown(reason ? reason : "", why, sizeof(why)));
+}

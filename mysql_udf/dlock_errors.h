@@ -6,7 +6,8 @@
  *		and these turn them into the messages the caller sees.
  *
  * Interface: dlock_set_err, shown, shown_len (dlock_types.h),
- * describe_cycle, describe_error, describe_mode_held, describe_withdrawn.
+ * describe_cycle, describe_error, describe_mode_held, describe_withdrawn,
+ * describe_revoked.
  */
 #ifndef DLOCK_ERRORS_H
 #define DLOCK_ERRORS_H
@@ -22,5 +23,7 @@ extern void describe_error(const Slot *s, DLmError e, const DLockManager *pictur
 extern void describe_mode_held(const Slot *s, const DLmAnswer *a, DlockErr *err);
 /* A waiting request ended by dlock_release_all() of its owner key. */
 extern void describe_withdrawn(const Slot *s, DlockErr *err);
+/* A lock an administrator released, with the reason (REVOKED). */
+extern void describe_revoked(const Slot *s, const char *reason, DlockErr *err);
 
 #endif							/* DLOCK_ERRORS_H */

@@ -165,6 +165,7 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 		s->res.status == DLOCK_STATUS_DEADLOCK ||
 		s->res.status == DLOCK_STATUS_MODE_HELD ||
 		s->res.status == DLOCK_STATUS_WITHDRAWN ||
+		s->res.status == DLOCK_STATUS_REVOKED ||
 		s->res.status == DLOCK_STATUS_NOT_READY)
 	{
 		*err = s->err;
@@ -452,6 +453,9 @@ on_answer(void *arg, int requester, const DLmAnswer *a)
 			break;
 		case DLOCK_STATUS_WITHDRAWN:
 			describe_withdrawn(s, &s->perr);
+			break;
+		case DLOCK_STATUS_REVOKED:
+			describe_revoked(s, a->reason, &s->perr);
 			break;
 		default:
 			break;

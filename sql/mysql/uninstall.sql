@@ -37,6 +37,8 @@ DROP FUNCTION IF EXISTS dlock_set_quota;
 DROP FUNCTION IF EXISTS dlock_reload;
 DROP FUNCTION IF EXISTS dlock_stats;
 DROP FUNCTION IF EXISTS dlock_stats_reset;
+DROP FUNCTION IF EXISTS dlock_force_release;
+DROP FUNCTION IF EXISTS dlock_force_release_all;
 
 -- the lock manager stops (its thread ends; waiting calls get an error),
 -- unless the caller set @dlock_keep_plugin (a server that loads it at
