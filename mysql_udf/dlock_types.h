@@ -26,9 +26,6 @@
 /* Longest lock name in bytes (the width of the name columns). */
 #define DLOCK_MAX_NAME_LEN 1024
 
-/* Lease given to owner-keyed locks acquired without a TTL. */
-#define DLOCK_DEFAULT_OWNER_TTL_US (60LL * 1000000LL)
-
 /* Longest timeout; the longest TTL is the setting dlock_max_ttl. */
 #define DLOCK_CEILING_US (366LL * 86400LL * 1000000LL)
 #define DLOCK_MAX_TIMEOUT_US DLOCK_CEILING_US
@@ -143,5 +140,6 @@ extern const char *shown_len(const char *s, size_t len, char *buf, size_t size);
 extern unsigned int dlock_queue_row_delay_ms;
 extern unsigned int dlock_restart_grace_ms;
 extern unsigned long long dlock_max_ttl_seconds;
+extern unsigned long long dlock_default_ttl_seconds;	/* an owner key's lease without a ttl */
 
 #endif							/* DLOCK_TYPES_H */

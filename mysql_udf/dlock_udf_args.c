@@ -206,8 +206,10 @@ get_mode(UDF_ARGS *args, unsigned int i, DlockCall *req, char *error,
 void
 default_ttl(DlockCall *req)
 {
+	/* the setting dlock_default_ttl, within dlock_max_ttl (core's rule) */
 	if (req->owner && req->ttl_us < 0)
-		req->ttl_us = DLOCK_DEFAULT_OWNER_TTL_US;
+		req->ttl_us = dls_default_ttl((int64_t) dlock_default_ttl_seconds * 1000000,
+									  max_ttl_us());
 	if (req->ttl_us < 0)
 		req->ttl_us = 0;		/* the core's "no lease" */
 }
