@@ -228,6 +228,7 @@ CREATE OR REPLACE FUNCTION dlock_semaphore_available RETURNS INTEGER SONAME 'dlo
 CREATE OR REPLACE FUNCTION dlock_campaign            RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_proclaim            RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_leader              RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_leader_info         RETURNS STRING  SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_check               RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_holder              RETURNS STRING  SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_info                RETURNS STRING  SONAME 'dlock_udf.so';

@@ -24,6 +24,7 @@ DROP FUNCTION IF EXISTS dlock_semaphore_available;
 DROP FUNCTION IF EXISTS dlock_campaign;
 DROP FUNCTION IF EXISTS dlock_proclaim;
 DROP FUNCTION IF EXISTS dlock_leader;
+DROP FUNCTION IF EXISTS dlock_leader_info;
 DROP FUNCTION IF EXISTS dlock_check;
 DROP FUNCTION IF EXISTS dlock_holder;
 DROP FUNCTION IF EXISTS dlock_info;
