@@ -30,8 +30,9 @@
  *
  * Locking: the manager never holds handoff.mu while it talks to the store
  * or decides; 'mgr' is the manager thread's alone, but thread_started,
- * under handoff.mu, and 'carried', which mgr_start and mgr_stop hand on.  The picture, the account table and the quotas are the
- * manager thread's alone.
+ * under handoff.mu ('carried' passes from one manager thread to the next
+ * of this server run, which starts after the first ended).  The picture,
+ * the account table and the quotas are the manager thread's alone.
  */
 #define _GNU_SOURCE
 #include "dlock_mgr.h"
@@ -63,6 +64,7 @@ static struct
 	/* the batch being decided */
 	Slot	   *inspects;		/* run right after its commit */
 	bool		in_batch[NSLOTS];	/* a new request of it */
+	Slot	   *taken[NSLOTS];	/* its withdrawals as collected */
 	DLsWithdrawal withdrawn[NSLOTS];
 	DLsRequest *fresh[NSLOTS];
 }			mgr;
@@ -71,7 +73,8 @@ static struct
 typedef struct Collected
 {
 	Slot	   *fresh;			/* in submission order (->next) */
-	Slot	   *withdrawn;		/* ->wnext */
+	Slot	  **withdrawn;		/* given up (mgr.taken) */
+	int			nwithdrawn;
 	Slot	   *inspects;		/* ->next */
 	unsigned long long *gone;	/* connections ended (malloc'ed) */
 	size_t		ngone;
@@ -240,14 +243,14 @@ collect(Collected *c)
 	handoff.submit_head = handoff.submit_tail = NULL;
 	for (Slot *s = c->fresh; s; s = s->next)
 		s->state = SLOT_ACCEPTED;
+	/* an array: a slot answered and reused meanwhile may be listed anew */
 	listed = handoff.withdraw_head;
 	handoff.withdraw_head = NULL;
-	for (Slot *s = listed, *nx; s; s = nx)
+	c->withdrawn = mgr.taken;
+	for (Slot *s = listed; s && c->nwithdrawn < NSLOTS; s = s->wnext)
 	{
-		nx = s->wnext;
 		s->withdraw_listed = false;
-		s->wnext = c->withdrawn;
-		c->withdrawn = s;
+		c->withdrawn[c->nwithdrawn++] = s;
 	}
 	c->inspects = handoff.inspect_head;
 	handoff.inspect_head = handoff.inspect_tail = NULL;
@@ -307,6 +310,7 @@ run_batch(Collected *c)
 {
 	DLsBatch	b;
 	DLsSessionEnd *ended = NULL;
+	bool		relist = false;
 	bool		answered = false;
 	char		err[sizeof(((DlockErr *) 0)->msg)];
 	DLsOutcome	outcome;
@@ -324,12 +328,15 @@ run_batch(Collected *c)
 		mgr.in_batch[s->index] = true;
 
 	/* withdrawals, all at once */
-	for (Slot *s = c->withdrawn; s; s = s->wnext)
+	for (int i = 0; i < c->nwithdrawn; i++)
 	{
+		Slot	   *s = c->withdrawn[i];
 		DLsWithdrawal *w;
 
+		if (s->state == SLOT_SUBMITTED)
+			relist = true;		/* left for a later batch (isolation): below */
 		if (s->state != SLOT_ACCEPTED || s->inspect_fn)
-			continue;			/* answered meanwhile, or left for a later batch */
+			continue;			/* answered meanwhile, or not in this batch */
 		if (mgr.in_batch[s->index] && s->call.keep_place)
 		{
 			s->ds.withdraw_after = true;	/* a kept place is queued first, then kept */
@@ -339,6 +346,23 @@ run_batch(Collected *c)
 		w = &mgr.withdrawn[b.nwithdrawn++];
 		w->requester = s->index;
 		w->timed_out = s->ds.q.timeout_at != 0 && now >= s->ds.q.timeout_at;
+	}
+	if (relist)
+	{
+		/* the requests isolation left queued keep their callers' withdrawals */
+		pthread_mutex_lock(&handoff.mu.m);
+		for (int i = 0; i < c->nwithdrawn; i++)
+		{
+			Slot	   *s = c->withdrawn[i];
+
+			if (s->state == SLOT_SUBMITTED && s->withdraw && !s->withdraw_listed)
+			{
+				s->withdraw_listed = true;
+				s->wnext = handoff.withdraw_head;
+				handoff.withdraw_head = s;
+			}
+		}
+		pthread_mutex_unlock(&handoff.mu.m);
 	}
 	b.withdrawn = mgr.withdrawn;
 
@@ -502,8 +526,8 @@ sleep_us(DLockTime now)
 
 /*
  * New requests a batch that isolates leaves for later: back to the front
- * of the submit queue, in their order, and listed again for withdrawal if
- * their callers gave up meanwhile.  (mu held)
+ * of the submit queue, in their order (run_batch lists their withdrawals
+ * again).  (mu held)
  */
 static void
 requeue_locked(Slot *list)
@@ -513,12 +537,6 @@ requeue_locked(Slot *list)
 	for (Slot *s = list; s; s = s->next)
 	{
 		s->state = SLOT_SUBMITTED;
-		if (s->withdraw && !s->withdraw_listed)
-		{
-			s->withdraw_listed = true;
-			s->wnext = handoff.withdraw_head;
-			handoff.withdraw_head = s;
-		}
 		tail = s;
 	}
 	if (tail == NULL)
