@@ -84,6 +84,7 @@ static void *manager_main(void *arg);
 static bool collect(Collected *c);
 static bool load(Collected *c);
 static void run_batch(Collected *c);
+static int	withdrawals(const Collected *c, DLockTime now);
 static bool prepare(Slot *s);
 static void batch_failed(const char *msg);
 static long long sleep_us(DLockTime now);
@@ -310,7 +311,6 @@ run_batch(Collected *c)
 {
 	DLsBatch	b;
 	DLsSessionEnd *ended = NULL;
-	bool		relist = false;
 	bool		answered = false;
 	char		err[sizeof(((DlockErr *) 0)->msg)];
 	DLsOutcome	outcome;
@@ -328,42 +328,7 @@ run_batch(Collected *c)
 		mgr.in_batch[s->index] = true;
 
 	/* withdrawals, all at once */
-	for (int i = 0; i < c->nwithdrawn; i++)
-	{
-		Slot	   *s = c->withdrawn[i];
-		DLsWithdrawal *w;
-
-		if (s->state == SLOT_SUBMITTED)
-			relist = true;		/* left for a later batch (isolation): below */
-		if (s->state != SLOT_ACCEPTED || s->inspect_fn)
-			continue;			/* answered meanwhile, or not in this batch */
-		if (mgr.in_batch[s->index] && s->call.keep_place)
-		{
-			s->ds.withdraw_after = true;	/* a kept place is queued first, then kept */
-			continue;
-		}
-		mgr.in_batch[s->index] = false;	/* never runs */
-		w = &mgr.withdrawn[b.nwithdrawn++];
-		w->requester = s->index;
-		w->timed_out = s->ds.q.timeout_at != 0 && now >= s->ds.q.timeout_at;
-	}
-	if (relist)
-	{
-		/* the requests isolation left queued keep their callers' withdrawals */
-		pthread_mutex_lock(&handoff.mu.m);
-		for (int i = 0; i < c->nwithdrawn; i++)
-		{
-			Slot	   *s = c->withdrawn[i];
-
-			if (s->state == SLOT_SUBMITTED && s->withdraw && !s->withdraw_listed)
-			{
-				s->withdraw_listed = true;
-				s->wnext = handoff.withdraw_head;
-				handoff.withdraw_head = s;
-			}
-		}
-		pthread_mutex_unlock(&handoff.mu.m);
-	}
+	b.nwithdrawn = withdrawals(c, now);
 	b.withdrawn = mgr.withdrawn;
 
 	/* ended sessions: those the server told of, and those found gone */
@@ -428,6 +393,55 @@ run_batch(Collected *c)
 		resubmit_locked(false, "");
 	}
 	pthread_mutex_unlock(&handoff.mu.m);
+}
+
+/*
+ * The batch's withdrawals into mgr.withdrawn; how many.  A new request of
+ * this batch given up with keep_place runs and is withdrawn right after
+ * (withdraw_after); one left queued by isolation is listed again.
+ */
+static int
+withdrawals(const Collected *c, DLockTime now)
+{
+	int			n = 0;
+	bool		relist = false;
+
+	for (int i = 0; i < c->nwithdrawn; i++)
+	{
+		Slot	   *s = c->withdrawn[i];
+		DLsWithdrawal *w;
+
+		if (s->state == SLOT_SUBMITTED)
+			relist = true;		/* left for a later batch (isolation): below */
+		if (s->state != SLOT_ACCEPTED || s->inspect_fn)
+			continue;			/* answered meanwhile, or not in this batch */
+		if (mgr.in_batch[s->index] && s->call.keep_place)
+		{
+			s->ds.withdraw_after = true;	/* a kept place is queued first, then kept */
+			continue;
+		}
+		mgr.in_batch[s->index] = false;	/* never runs */
+		w = &mgr.withdrawn[n++];
+		w->requester = s->index;
+		w->timed_out = s->ds.q.timeout_at != 0 && now >= s->ds.q.timeout_at;
+	}
+	if (!relist)
+		return n;
+	/* the requests isolation left queued keep their callers' withdrawals */
+	pthread_mutex_lock(&handoff.mu.m);
+	for (int i = 0; i < c->nwithdrawn; i++)
+	{
+		Slot	   *s = c->withdrawn[i];
+
+		if (s->state == SLOT_SUBMITTED && s->withdraw && !s->withdraw_listed)
+		{
+			s->withdraw_listed = true;
+			s->wnext = handoff.withdraw_head;
+			handoff.withdraw_head = s;
+		}
+	}
+	pthread_mutex_unlock(&handoff.mu.m);
+	return n;
 }
 
 /*
