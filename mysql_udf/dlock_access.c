@@ -23,6 +23,7 @@
 
 #include "dlock_errors.h"
 #include "dlock_mgr.h"
+#include "dlock_service.h"
 #include "dlock_store.h"
 
 /* ------------------------------------------------------------------------
@@ -94,7 +95,6 @@ static struct
 				quotas_cap;
 }			cache = {.grants_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP};
 
-static bool prefix_covers(const Grant *g, const char *name, size_t len);
 static bool grant_applies(const DlockCaller *who, size_t i, signed char *memo);
 static void cache_clear(void);
 static void cache_grant(const char *g, size_t glen, const char *p, size_t plen);
@@ -158,8 +158,12 @@ mgr_namespace_check(const char *fn, const DlockCaller *who,
 		bool		covered = false;
 
 		for (size_t i = 0; i < cache.grants.n && !covered; i++)
-			covered = prefix_covers(&cache.grants.g[i], names[n], lens[n]) &&
+		{
+			const Grant *g = &cache.grants.g[i];
+
+			covered = dls_prefix_covers(g->prefix, g->plen, names[n], lens[n]) &&
 				grant_applies(who, i, memo);
+		}
 		if (!covered)
 			refused = n;
 	}
@@ -178,23 +182,6 @@ mgr_namespace_check(const char *fn, const DlockCaller *who,
 			"granted to %.200s and its roles [42501]", fn,
 			shown_len(names[refused], lens[refused], nm, sizeof(nm)), who->account);
 	return -1;
-}
-
-/*
- * Whether a name falls under a prefix: a path prefix ("/a", or "/" for
- * every path) covers the path and the paths below it, segment by segment;
- * a flat prefix the flat names that start with it, byte by byte.
- */
-static bool
-prefix_covers(const Grant *g, const char *name, size_t len)
-{
-	if (name[0] == '/')
-		return g->prefix[0] == '/' &&
-			(g->plen == 1 ||
-			 (len >= g->plen && memcmp(name, g->prefix, g->plen) == 0 &&
-			  (len == g->plen || name[g->plen] == '/')));
-	return g->prefix[0] != '/' && len >= g->plen &&
-		memcmp(name, g->prefix, g->plen) == 0;
 }
 
 /*

@@ -20,6 +20,9 @@
 #include "dlock_access.h"
 #include "dlock_sessions.h"
 
+/* Room for a name in a message: longer ones are cut with "...". */
+#define SHOWN_MAX 80
+
 void
 dlock_set_err(DlockErr *err, int code, const char *fmt,...)
 {
@@ -32,25 +35,18 @@ dlock_set_err(DlockErr *err, int code, const char *fmt,...)
 	va_end(ap);
 }
 
-/* Printable, bounded copy of a name for messages. */
+/* A name in a message, NUL-terminated (shown_len). */
 const char *
 shown(const char *s, char *buf, size_t size)
 {
-	size_t		n = 0;
-
-	for (; *s && n + 4 < size; s++)
-		buf[n++] = ((unsigned char) *s < 0x20 || *s == 0x7f) ? '?' : *s;
-	if (*s)
-	{
-		buf[n++] = '.';
-		buf[n++] = '.';
-		buf[n++] = '.';
-	}
-	buf[n] = '\0';
-	return buf;
+	return shown_len(s, strlen(s), buf, size);
 }
 
-/* Printable, bounded copy of a name of len bytes for messages. */
+/*
+ * A name of len bytes in a message: bounded, with its control characters
+ * shown as '?'; the SQL functions' argument errors and the manager's
+ * answers alike.
+ */
 const char *
 shown_len(const char *s, size_t len, char *buf, size_t size)
 {
@@ -69,65 +65,35 @@ shown_len(const char *s, size_t len, char *buf, size_t size)
 	return buf;
 }
 
-/* An owner in a cycle's sentence: a connection, or an owner key and its connection. */
+/*
+ * An owner in a cycle's sentence (dls_describe_cycle): a connection, or an
+ * owner key and its connection; the cycle's processes are sessions of this
+ * run.
+ */
 static void
-describe_owner(char *buf, size_t size, size_t *len, bool keyed, int32_t pid,
-			   int64_t start)
+cycle_owner(char *buf, size_t size, bool keyed, int32_t pid, void *arg)
 {
-	int			n;
-
-	if (*len >= size)
-		return;
-	if (keyed)
-		n = snprintf(buf + *len, size - *len, "an owner key (connection %llu)",
-					 session_conn_id(pid, start));
-	else
-		n = snprintf(buf + *len, size - *len, "connection %llu",
-					 session_conn_id(pid, start));
-	if (n > 0)
-		*len += (size_t) n;
+	(void) arg;
+	snprintf(buf, size, keyed ? "an owner key (connection %llu)" : "connection %llu",
+			 session_conn_id(pid, session_run_start()));
 }
 
-/* The deadlock cycle in wait order, one sentence per edge. */
+/* A lock's name in a cycle's sentence, as every message shows names. */
+static void
+cycle_name(char *buf, size_t size, const char *name, void *arg)
+{
+	(void) arg;
+	shown(name, buf, size < SHOWN_MAX ? size : SHOWN_MAX);
+}
+
+/* The deadlock cycle in wait order, one sentence per edge (core's wording). */
 void
 describe_cycle(const Slot *s, const DLmAnswer *a, DlockErr *err)
 {
 	char		buf[sizeof(err->msg)];
-	size_t		len = 0;
-	char		nm[80];
-	int			n;
+	char		nm[SHOWN_MAX];
 
-	for (int i = 0; i < a->ncycle && len < sizeof(buf); i++)
-	{
-		const DLmCycleStep *st = &a->cycle[i];
-
-		size_t		start = len;
-
-		/* the cycle's processes are sessions of this run */
-		describe_owner(buf, sizeof(buf), &len, st->waiter_keyed, st->waiter_pid,
-					   session_run_start());
-		if (start < len && buf[start] >= 'a' && buf[start] <= 'z')
-			buf[start] = (char) (buf[start] - 'a' + 'A');
-		if (len < sizeof(buf))
-		{
-			n = snprintf(buf + len, sizeof(buf) - len, " waits for \"%s\" %s ",
-						 shown(st->lock, nm, sizeof(nm)),
-						 st->held ? "held by" : "queued earlier by");
-			if (n > 0)
-				len += (size_t) n;
-		}
-		describe_owner(buf, sizeof(buf), &len, st->blocker_keyed, st->blocker_pid,
-					   session_run_start());
-		if (len + 2 < sizeof(buf))
-		{
-			buf[len++] = '.';
-			buf[len++] = ' ';
-		}
-	}
-	if (len > 0 && len <= sizeof(buf))
-		buf[len - 1] = '\0';
-	else
-		buf[sizeof(buf) - 1] = '\0';
+	dls_describe_cycle(buf, sizeof(buf), a, cycle_owner, cycle_name, NULL);
 	dlock_set_err(err, DLOCK_ER_DEADLOCK,
 			"%s: deadlock detected while waiting for lock \"%s\" [40001]: %s",
 			s->call.fn, shown(s->names_z[0], nm, sizeof(nm)), buf);
@@ -139,7 +105,7 @@ describe_error(const Slot *s, DLmError e, const DLockManager *picture,
 			   DlockErr *err)
 {
 	const char *fn = s->call.fn;
-	char		nm[80];
+	char		nm[SHOWN_MAX];
 
 	shown(s->names_z[0] ? s->names_z[0] : "", nm, sizeof(nm));
 	switch (e)
@@ -227,7 +193,7 @@ describe_error(const Slot *s, DLmError e, const DLockManager *picture,
 void
 describe_mode_held(const Slot *s, const DLmAnswer *a, DlockErr *err)
 {
-	char		nm[80];
+	char		nm[SHOWN_MAX];
 	int			i = a->name_index;
 
 	if (i < 0 || i >= s->call.nnames)
@@ -244,10 +210,23 @@ describe_mode_held(const Slot *s, const DLmAnswer *a, DlockErr *err)
 void
 describe_withdrawn(const Slot *s, DlockErr *err)
 {
-	char		nm[80];
+	char		nm[SHOWN_MAX];
 
 	dlock_set_err(err, DLOCK_ER_INTERRUPTED,
 			"%s: request for lock \"%s\" was withdrawn: "
 			"dlock_release_all() was called for its owner key [DL002]",
 			s->call.fn, shown(s->names_z[0], nm, sizeof(nm)));
+}
+
+/* A lock an administrator released (dlock_force_release): its holder hears why. */
+void
+describe_revoked(const Slot *s, const char *reason, DlockErr *err)
+{
+	char		nm[SHOWN_MAX];
+	char		why[sizeof(err->msg)];
+
+	dlock_set_err(err, DLOCK_ER_UNKNOWN,
+			"%s: lock \"%s\" was released by an administrator [DL001]; reason: %s",
+			s->call.fn, shown(s->names_z[0], nm, sizeof(nm)),
+			shown(reason ? reason : "", why, sizeof(why)));
 }

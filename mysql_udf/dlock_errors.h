@@ -5,17 +5,14 @@
  *		answers with codes and data (a deadlock's cycle, an error number),
  *		and these turn them into the messages the caller sees.
  *
- * Interface: dlock_set_err (dlock_types.h), shown, shown_len,
- * describe_cycle, describe_error, describe_mode_held, describe_withdrawn.
+ * Interface: dlock_set_err, shown, shown_len (dlock_types.h),
+ * describe_cycle, describe_error, describe_mode_held, describe_withdrawn,
+ * describe_revoked.
  */
 #ifndef DLOCK_ERRORS_H
 #define DLOCK_ERRORS_H
 
 #include "dlock_handoff.h"
-
-/* Printable, bounded copy of a name (NUL-terminated, or of len bytes) for messages. */
-extern const char *shown(const char *s, char *buf, size_t size);
-extern const char *shown_len(const char *s, size_t len, char *buf, size_t size);
 
 /* The deadlock cycle in wait order, one sentence per edge. */
 extern void describe_cycle(const Slot *s, const DLmAnswer *a, DlockErr *err);
@@ -26,5 +23,7 @@ extern void describe_error(const Slot *s, DLmError e, const DLockManager *pictur
 extern void describe_mode_held(const Slot *s, const DLmAnswer *a, DlockErr *err);
 /* A waiting request ended by dlock_release_all() of its owner key. */
 extern void describe_withdrawn(const Slot *s, DlockErr *err);
+/* A lock an administrator released, with the reason (REVOKED). */
+extern void describe_revoked(const Slot *s, const char *reason, DlockErr *err);
 
 #endif							/* DLOCK_ERRORS_H */

@@ -104,14 +104,13 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 	}
 	s->conn_id = who->conn_id;
 	snprintf(s->account, sizeof(s->account), "%.*s", (int) who->account_len, who->account);
-	s->admin = (who->access & DLOCK_ACCESS_ADMIN) != 0;
-	s->timeout_at = 0;
+	s->ds.q.any_role = (who->access & DLOCK_ACCESS_ADMIN) != 0;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	if (call->timeout_us >= 0)
 	{
 		deadline = (long long) start.tv_sec * 1000000 + start.tv_nsec / 1000 +
 			call->timeout_us;
-		s->timeout_at = now_us() + call->timeout_us;
+		s->ds.q.timeout_at = now_us() + call->timeout_us;
 	}
 
 	pthread_mutex_lock(&handoff.mu.m);
@@ -166,6 +165,7 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 		s->res.status == DLOCK_STATUS_DEADLOCK ||
 		s->res.status == DLOCK_STATUS_MODE_HELD ||
 		s->res.status == DLOCK_STATUS_WITHDRAWN ||
+		s->res.status == DLOCK_STATUS_REVOKED ||
 		s->res.status == DLOCK_STATUS_NOT_READY)
 	{
 		*err = s->err;
@@ -269,7 +269,11 @@ slot_get(const char *fn, DlockErr *err)
 	return s;
 }
 
-/* NUL-terminated copies of the names, owner and value in the slot. */
+/*
+ * NUL-terminated copies of the names, owner and value in the slot, and the
+ * request as the service takes it (the manager adds the session, the role
+ * and the quotas when it collects it).
+ */
 static int
 slot_copy(Slot *s, const DlockCall *call, DlockErr *err)
 {
@@ -293,6 +297,17 @@ slot_copy(Slot *s, const DlockCall *call, DlockErr *err)
 		s->buf_cap = need;
 	}
 	s->call = *call;
+	memset(&s->ds, 0, sizeof(s->ds));
+	s->ds.q.op = call->op;
+	s->ds.q.requester = s->index;
+	s->ds.q.mode = call->mode;
+	s->ds.q.names = s->names_z;
+	s->ds.q.nnames = call->nnames;
+	s->ds.q.ttl_us = call->ttl_us;
+	s->ds.q.keep_place = call->keep_place;
+	s->ds.q.capacity = call->capacity;
+	s->ds.q.permits = call->permits;
+	s->ds.q.election = call->election;
 	p = s->buf;
 	for (int i = 0; i < call->nnames; i++)
 	{
@@ -302,21 +317,19 @@ slot_copy(Slot *s, const DlockCall *call, DlockErr *err)
 		s->call.names[i] = p;
 		p += call->name_lens[i] + 1;
 	}
-	s->owner_z = NULL;
 	if (call->owner)
 	{
 		memcpy(p, call->owner, call->owner_len);
 		p[call->owner_len] = '\0';
-		s->owner_z = p;
+		s->ds.q.owner_key = p;
 		s->call.owner = p;
 		p += call->owner_len + 1;
 	}
-	s->value_z = NULL;
 	if (call->value)
 	{
 		memcpy(p, call->value, call->value_len);
 		p[call->value_len] = '\0';
-		s->value_z = p;
+		s->ds.q.value = p;
 		s->call.value = p;
 	}
 	return 0;
@@ -399,9 +412,9 @@ handoff_init(void)
 }
 
 /*
- * The core's answer callback: kept with the slot until the commit.  arg:
- * where the manager keeps its picture (the wording of a quota refusal
- * counts the account's locks).
+ * The service's answer callback: kept with the slot until the commit.
+ * arg: where the manager keeps its service (the wording of a quota refusal
+ * counts the account's locks in its picture).
  */
 void
 on_answer(void *arg, int requester, const DLmAnswer *a)
@@ -433,13 +446,16 @@ on_answer(void *arg, int requester, const DLmAnswer *a)
 			describe_cycle(s, a, &s->perr);
 			break;
 		case DLOCK_STATUS_ERROR:
-			describe_error(s, a->error, *(DLockManager *const *) arg, &s->perr);
+			describe_error(s, a->error, dls_manager(*(DLockService *const *) arg), &s->perr);
 			break;
 		case DLOCK_STATUS_MODE_HELD:
 			describe_mode_held(s, a, &s->perr);
 			break;
 		case DLOCK_STATUS_WITHDRAWN:
 			describe_withdrawn(s, &s->perr);
+			break;
+		case DLOCK_STATUS_REVOKED:
+			describe_revoked(s, a->reason, &s->perr);
 			break;
 		default:
 			break;

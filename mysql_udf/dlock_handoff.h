@@ -15,7 +15,7 @@
  * Locking: handoff.mu guards every field of 'handoff' and a slot's state,
  * withdraw flags, queue links and res/err.  A slot's request (call, names,
  * account ...) is written by its caller before submission and read by the
- * manager after; pres/perr/pending/keep_after are the manager thread's
+ * manager after; pres/perr/pending are the manager thread's
  * alone until publish_locked hands them over under mu.  The manager never
  * holds mu while it talks to the store or decides.
  */
@@ -23,6 +23,7 @@
 #define DLOCK_HANDOFF_H
 
 #include "dlock_mgr.h"
+#include "dlock_service.h"
 
 /* Calls in flight at once (requesters of the core). */
 #define NSLOTS 4096
@@ -43,22 +44,22 @@ typedef struct Slot
 	bool		withdraw_listed;
 	unsigned long long seq;		/* submission order */
 	/* the request, written by the caller before submission */
-	DlockCall	call;
-	const char *names_z[DLOCK_MAX_MULTI];
-	const char *owner_z;
-	const char *value_z;
+	DlockCall	call;			/* as the SQL function made it (for messages) */
+	/*
+	 * As the service takes it: filled with the call (slot_copy); the
+	 * session, the account's role and quotas when the manager collects it
+	 */
+	DLsRequest	ds;
+	const char *names_z[DLOCK_MAX_MULTI];	/* ds.q.names */
 	char	   *buf;
 	size_t		buf_cap;
 	unsigned long long conn_id;
 	char		account[DLOCK_MAX_ACCOUNT_LEN + 1];
-	bool		admin;
-	DLockTime	timeout_at;
 	DLockTime	submitted_at;
 	/* an inspection instead of a request */
 	MgrInspectFn inspect_fn;
 	void	   *inspect_arg;
 	/* the manager's: the answer of this batch, published after commit */
-	bool		keep_after;		/* given up before decided, with keep_place */
 	bool		pending;
 	DlockResult pres;
 	DlockErr	perr;
@@ -102,7 +103,7 @@ extern int	handoff_init(void);
 /* The manager ended: calls still waiting get an error (mu held). */
 extern void handoff_stop_locked(void);
 
-/* The core's answer callback (DLmConfig.answer); arg: the manager's picture pointer. */
+/* The service's answer callback (DLsConfig.answer); arg: where the manager keeps its service. */
 extern void on_answer(void *arg, int requester, const DLmAnswer *a);
 /* A slot has an answer of this batch, published after the commit. */
 extern void mark_pending(Slot *s);

@@ -48,22 +48,33 @@ static struct
 	char		not_ready[sizeof(((DlockErr *) 0)->msg)];	/* why the manager does not serve ("": it does) */
 }			loader = {.first_load = true};
 
-static DLockManager *picture_new(DLockManager **picturep);
+static DLockManager *picture_new(DLockService *service);
 static void *lm_alloc(void *arg, size_t size);
 static void lm_free(void *arg, void *ptr, size_t size);
+static int	load_rows(void *arg, DLockManager *lm, char *err, size_t errlen);
 static bool session_alive(void *arg, int32_t pid, int64_t start);
+
+/* What the service's load callbacks share. */
+typedef struct LoadArg
+{
+	StoreLoad	store;
+	DlockErr	err;
+} LoadArg;
 
 /*
  * Build the picture from the tables: after the server started, and after
- * a failed batch.  The store connection is (re)opened.  0, or with err -1
- * (the store cannot be reached: worth waiting), -2 (not set up) or -3
- * (this server may not serve).
+ * a failed batch.  The store connection is (re)opened; the service loads
+ * the rows (core/README 18.7: sessions gone dropped, the restart grace on
+ * the first load of a run, committed).  0, or with err -1 (the store
+ * cannot be reached: worth waiting), -2 (not set up) or -3 (this server
+ * may not serve).
  */
 int
-reload(DLockManager **picturep, DlockErr *err)
+reload(DLockService *service, DLockManager **picturep, DlockErr *err)
 {
 	DLockManager *picture;
-	StoreLoad	load;
+	LoadArg		arg;
+	DLsLoad		load;
 	int			installed = 0;
 	int			rc;
 
@@ -94,51 +105,68 @@ reload(DLockManager **picturep, DlockErr *err)
 	}
 	if (caches_load(err) != 0)
 		return -1;
-	picture = *picturep = picture_new(picturep);
+	picture = picture_new(service);
 	if (picture == NULL)
 	{
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory in the lock manager");
 		return -1;
 	}
+	memset(&arg, 0, sizeof(arg));
 	memset(&load, 0, sizeof(load));
-	load.m = picture;
-	load.now = now_us();
-	if (store_load(&load, err) != 0)
-	{
-		free(load.alive);
-		store_rollback();
-		picture_drop(picturep);
-		return -1;
-	}
-	qsort(load.alive, load.nalive, sizeof(unsigned long long), cmp_conn_ids);
-	/*
-	 * Holders and waiting parts stay within what the MEMORY tables can take
-	 * (max_heap_table_size): a request past it is refused ("out of lock
-	 * space"), not a batch that fails on a full table.
-	 */
-	if (load.capacity > 0)
-		dlm_set_limits(picture, load.capacity - load.capacity / 10, 0);
-	(void) dlm_drop_sessions(picture, session_alive, &load);
-	free(load.alive);
+	load.arg = &arg;
+	load.rows = load_rows;
+	load.session_alive = session_alive;
 	/* leases that ran out while the server was down get a grace */
 	if (loader.first_load && dlock_restart_grace_ms > 0)
-		(void) dlm_extend_leases(picture, load.now + (DLockTime) dlock_restart_grace_ms * 1000);
-	dlm_load_done(picture, load.now);
-	if (dlm_broken(picture) || store_write_batch(picture, err) != 0)
+		load.grace_until = now_us() + (DLockTime) dlock_restart_grace_ms * 1000;
+	rc = dls_load(service, picture, &load, err->msg, sizeof(err->msg));
+	free(arg.store.alive);
+	if (rc != 0)
 	{
-		if (dlm_broken(picture))
-			dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory in the lock manager");
+		/* the rows' own error keeps its code */
+		if (arg.err.code != 0)
+			*err = arg.err;
+		else
+			err->code = DLOCK_ER_UNKNOWN;
+		err->warning = 0;
 		store_rollback();
-		picture_drop(picturep);
+		dlm_destroy(picture);
 		return -1;
 	}
-	dlm_settle(picture);
+	*picturep = picture;
 	loader.first_load = false;
 	pthread_mutex_lock(&handoff.mu.m);
 	handoff.nended = 0;			/* the load saw them gone */
 	pthread_mutex_unlock(&handoff.mu.m);
 	fprintf(stderr, "dlock: lock manager ready: %zu locks held\n",
 			dlm_nlocks(picture));
+	return 0;
+}
+
+/*
+ * The service's DLsLoad.rows: the counter, the held and kept rows, and the
+ * connections alive now (for session_alive).
+ */
+static int
+load_rows(void *a, DLockManager *lm, char *err, size_t errlen)
+{
+	LoadArg    *arg = a;
+
+	arg->store.m = lm;
+	arg->store.now = now_us();
+	if (store_load(&arg->store, &arg->err) != 0)
+	{
+		snprintf(err, errlen, "%s", arg->err.msg);
+		return -1;
+	}
+	qsort(arg->store.alive, arg->store.nalive, sizeof(unsigned long long), cmp_conn_ids);
+	/*
+	 * Holders and waiting parts stay within what the MEMORY tables can take
+	 * (max_heap_table_size): a request past it is refused ("out of lock
+	 * space"), not a batch that fails on a full table.
+	 */
+	if (arg->store.capacity > 0)
+		dlm_set_limits(lm, arg->store.capacity - arg->store.capacity / 10, 0);
 	return 0;
 }
 
@@ -150,9 +178,9 @@ picture_drop(DLockManager **picturep)
 	*picturep = NULL;
 }
 
-/* A new, empty picture; answers go to on_answer (arg: where the manager keeps it). */
+/* A new, empty picture; answers go to on_answer through the service. */
 static DLockManager *
-picture_new(DLockManager **picturep)
+picture_new(DLockService *service)
 {
 	DLmConfig	cfg;
 
@@ -166,8 +194,7 @@ picture_new(DLockManager **picturep)
 	cfg.max_name_len = DLOCK_MAX_NAME_LEN;
 	cfg.ticket_reserve = TICKET_RESERVE;
 	cfg.queue_row_delay_us = (int64_t) dlock_queue_row_delay_ms * 1000;
-	cfg.answer = on_answer;
-	cfg.answer_arg = picturep;
+	dls_manager_config(service, &cfg);
 	return dlm_create(&cfg);
 }
 
@@ -190,7 +217,7 @@ lm_free(void *arg, void *ptr, size_t size)
 static bool
 session_alive(void *arg, int32_t pid, int64_t start)
 {
-	StoreLoad  *load = arg;
+	StoreLoad  *load = &((LoadArg *) arg)->store;
 	unsigned long long id;
 	bool		gone;
 
@@ -225,22 +252,18 @@ load_due(bool calls_waiting, long long *wait_us)
 }
 
 void
-load_failed(int rc, const DlockErr *err, Slot *fresh, Slot *inspects)
+load_failed(int rc, const DlockErr *err, const DLsFailure *f, Slot *fresh, Slot *inspects)
 {
 	DLockTime	mono = mono_us();
 	Slot	   *keep = NULL,
 			   *keep_tail = NULL;
 
 	loader.last_load_rc = rc;
-	loader.failures++;
-	{
-		long long	ms = (long long) RETRY_MIN_MS << (loader.failures < 8 ? loader.failures : 8);
-
-		loader.retry_at = mono_us() + (ms < RETRY_MAX_MS ? ms : RETRY_MAX_MS) * 1000;
-	}
-	if (loader.failures <= 5 || loader.failures % 100 == 0)
+	loader.failures = f->failures;
+	loader.retry_at = mono + (DLockTime) f->pause_ms * 1000;
+	if (f->log)
 		fprintf(stderr, "dlock: lock manager cannot load the lock "
-				"tables (%d in a row): %s\n", loader.failures, err->msg);
+				"tables (%d in a row): %s\n", f->failures, err->msg);
 	store_close();
 	pthread_mutex_lock(&handoff.mu.m);
 	snprintf(loader.not_ready, sizeof(loader.not_ready), "%s", err->msg);
@@ -277,6 +300,7 @@ void
 load_succeeded(void)
 {
 	loader.failures = 0;
+	loader.last_load_rc = 0;
 	if (loader.refusing)
 	{
 		fprintf(stderr, "dlock: lock manager serves: this server is no "

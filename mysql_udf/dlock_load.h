@@ -13,9 +13,8 @@
 
 #include "dlock_handoff.h"
 
-/* After a failed batch or load: pause, doubling up to the maximum. */
+/* The store's own retries (a write again, a question again): the first pause. */
 #define RETRY_MIN_MS 10
-#define RETRY_MAX_MS 2000
 /* While the store cannot be reached (the server starting), calls wait this long. */
 #define LOAD_WAIT_US (10LL * 1000000)
 
@@ -24,7 +23,7 @@
  * first).  0, or with err -1 (the store cannot be reached: worth waiting),
  * -2 (not set up) or -3 (this server may not serve: refuse).
  */
-extern int	reload(DLockManager **picturep, DlockErr *err);
+extern int	reload(DLockService *service, DLockManager **picturep, DlockErr *err);
 /* Drop the picture (*picturep becomes NULL). */
 extern void picture_drop(DLockManager **picturep);
 
@@ -34,8 +33,12 @@ extern void picture_drop(DLockManager **picturep);
  * (handoff.mu held).
  */
 extern bool load_due(bool calls_waiting, long long *wait_us);
-/* A load failed with rc (reload): the calls taken wait or get the error. */
-extern void load_failed(int rc, const DlockErr *err, Slot *fresh, Slot *inspects);
+/*
+ * A load failed with rc (reload); f: the service's pause and log (dls_fail).
+ * The calls taken wait or get the error.
+ */
+extern void load_failed(int rc, const DlockErr *err, const DLsFailure *f,
+						Slot *fresh, Slot *inspects);
 /* A load succeeded: the manager serves. */
 extern void load_succeeded(void);
 /* This server may not serve (reload returned -3): the calls taken get why. */

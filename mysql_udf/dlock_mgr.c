@@ -7,29 +7,32 @@
  *
  *		collect		take every new request, withdrawal, ended session and
  *					inspection from the hand-off (dlock_handoff.c)
- *		decide		hand them, and lease expiry, to the core lock manager
- *					(core/dlock_lm.h), which answers and lists what changed
- *		store		write the changed rows in one transaction
+ *		batch		hand them to the service (core/dlock_service.h), which
+ *					decides them with the lock manager in its order and
+ *					calls back:
+ *		  commit	write the changed rows in one transaction
  *					(dlock_store.c), again on a new connection after a
  *					failure, and wait for a semi-synchronous replica's
  *					acknowledgement (dlock_semisync.c)
- *		publish		only then hand the answers to the calls and wake them
+ *		  publish	run the inspections, hand the answers to the calls and
+ *					wake them
  *
  * Requests that arrive while a batch commits form the next batch, so
- * commits are grouped.  A batch that answers nobody (a waiter announced, a
- * session cleaned up) may leave its writes to the next batch's commit, for
- * at most DEFER_MS.  Without a picture (at the start, after a failed batch,
- * after dlock_reload()) the loop loads it first (dlock_load.c); every
- * second it also looks whether the sessions that hold or wait are still
- * connected (dlock_sessions.c: a server-internal session ends without the
- * disconnect notification).
+ * commits are grouped.  Deferral, the expiry limit, the statistics and the
+ * retry policy after a failure are the service's (core/README 18).
+ * Without a picture (at the start, after a failed batch, after
+ * dlock_reload()) the loop loads it first (dlock_load.c, through
+ * dls_load); every second it also looks whether the sessions that hold or
+ * wait are still connected (dlock_sessions.c: a server-internal session
+ * ends without the disconnect notification).
  *
  * Interface: mgr_start, mgr_stop, mgr_reload (dlock_mgr.h).
  *
  * Locking: the manager never holds handoff.mu while it talks to the store
  * or decides; 'mgr' is the manager thread's alone, but thread_started,
- * under handoff.mu.  The picture, the account table and the quotas are the
- * manager thread's alone.
+ * under handoff.mu ('carried' passes from one manager thread to the next
+ * of this server run, which starts after the first ended).  The picture,
+ * the account table and the quotas are the manager thread's alone.
  */
 #define _GNU_SOURCE
 #include "dlock_mgr.h"
@@ -49,34 +52,48 @@
 #include "dlock_stats.h"
 #include "dlock_store.h"
 
-/* A batch that answers nobody may wait this long for the next commit. */
-#define DEFER_MS 5
-#define MAX_DEFERRED 64
-/* Leases expired per batch at most (the rest in the next batches). */
-#define EXPIRE_PER_BATCH 2000
-/* A batch that failed this often in a row answers its requests with the error. */
-#define MAX_BATCH_FAILURES 3
-
 static struct
 {
 	pthread_t	thread;
 	bool		thread_started; /* handoff.mu */
-	DLockManager *picture;		/* NULL: not loaded */
-	int			batch_failures; /* batches failed in a row */
-	int			deferred;		/* batches whose writes wait for the next commit */
-	DLockTime	deferred_since;
+	DLockService *service;
+	DLockManager *picture;		/* the service's picture, ours to free; NULL: not loaded */
 	bool		reload_requested;	/* dlock_reload(): rebuild after this batch */
-	/* statistics, published after each batch (dlock_stats.c) */
-	DLmCounters counted;
-	int			stats_fresh;	/* new requests since the last publish */
+	/* statistics counted by earlier manager threads of this server run */
+	DLmCounters carried;
+	/* the batch being decided */
+	Slot	   *inspects;		/* run right after its commit */
+	bool		in_batch[NSLOTS];	/* a new request of it */
+	Slot	   *taken[NSLOTS];	/* its withdrawals as collected */
+	DLsWithdrawal withdrawn[NSLOTS];
+	DLsRequest *fresh[NSLOTS];
 }			mgr;
 
+/* What one pass took from the hand-off. */
+typedef struct Collected
+{
+	Slot	   *fresh;			/* in submission order (->next) */
+	Slot	  **withdrawn;		/* given up (mgr.taken) */
+	int			nwithdrawn;
+	Slot	   *inspects;		/* ->next */
+	unsigned long long *gone;	/* connections ended (malloc'ed) */
+	size_t		ngone;
+} Collected;
+
 static void *manager_main(void *arg);
+static bool collect(Collected *c);
+static bool load(Collected *c);
+static void run_batch(Collected *c);
+static int	withdrawals(const Collected *c, DLockTime now);
+static bool prepare(Slot *s);
+static void batch_failed(const char *msg);
 static long long sleep_us(DLockTime now);
-static bool work_due(DLockTime now);
-static void execute(Slot *s, DLockTime now);
-static bool batch_changed(void);
-static int	batch_write(DlockErr *err);
+static void requeue_locked(Slot *list);
+static int	store_commit(void *arg, DLockManager *lm, const DLsCommit *c,
+						 char *err, size_t errlen);
+static void store_publish(void *arg, DLockManager *lm);
+static DLockTime store_now(void *arg);
+static int	batch_write(DLockManager *picture, DlockErr *err);
 static int	store_retry(int (*ask) (DlockErr *err), const char *what, DlockErr *err);
 static int	batch_outcome(DlockErr *err);
 static void do_reload(const DLockManager *m, void *arg);
@@ -142,243 +159,368 @@ mgr_stop(void)
 static void *
 manager_main(void *arg)
 {
-	DlockErr	err;
+	DLsConfig	cfg;
 
 	(void) arg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.store.commit = store_commit;
+	cfg.store.publish = store_publish;
+	cfg.store.now = store_now;
+	cfg.answer = on_answer;
+	cfg.answer_arg = &mgr.service;
+	cfg.counters = &mgr.carried;
+	mgr.service = dls_create(&cfg);
+	if (mgr.service == NULL)
+	{
+		fprintf(stderr, "dlock: lock manager: out of memory\n");
+		pthread_mutex_lock(&handoff.mu.m);
+		handoff.running = false;
+		handoff_stop_locked();
+		pthread_mutex_unlock(&handoff.mu.m);
+		return NULL;
+	}
 	for (;;)
 	{
-		Slot	   *fresh = NULL, *fresh_tail = NULL;
-		Slot	   *withdrawn, *inspects;
-		unsigned long long *gone = NULL;
-		size_t		ngone = 0;
-		DLockTime	now;
-		int			expired;
-		int			rows_due;
-		bool		failed = false;
-		bool		wrote = false;
-		DLockTime	began;
-		DLockTime	write_began;
-		int64_t		write_us = 0;
+		Collected	c;
 
-		/* collect */
-		pthread_mutex_lock(&handoff.mu.m);
-		for (;;)
-		{
-			struct timespec ts;
-
-			if (handoff.stopping)
-				break;
-			now = now_us();
-			if (mgr.picture == NULL)
-			{
-				long long	wait_us;
-
-				/* not loaded: load now, or after the pause of a failure */
-				if (load_due(handoff.submit_head || handoff.inspect_head, &wait_us))
-					break;
-				deadline_ts(&ts, wait_us);
-				pthread_cond_timedwait(&handoff.work_cond, &handoff.mu.m, &ts);
-				continue;
-			}
-			if (handoff.submit_head || handoff.withdraw_head || handoff.nended > 0 || handoff.inspect_head ||
-				work_due(now) || sessions_due(mgr.picture))
-				break;
-			deadline_ts(&ts, sleep_us(now));
-			pthread_cond_timedwait(&handoff.work_cond, &handoff.mu.m, &ts);
-		}
-		if (handoff.stopping)
-		{
-			pthread_mutex_unlock(&handoff.mu.m);
-			break;
-		}
-		fresh = handoff.submit_head;
-		fresh_tail = handoff.submit_tail;
-		handoff.submit_head = handoff.submit_tail = NULL;
-		for (Slot *s = fresh; s; s = s->next)
-		{
-			s->state = SLOT_ACCEPTED;
-			mgr.stats_fresh++;
-		}
-		withdrawn = handoff.withdraw_head;
-		handoff.withdraw_head = NULL;
-		for (Slot *s = withdrawn; s; s = s->wnext)
-			s->withdraw_listed = false;
-		inspects = handoff.inspect_head;
-		handoff.inspect_head = handoff.inspect_tail = NULL;
-		for (Slot *s = inspects; s; s = s->next)
-			s->state = SLOT_ACCEPTED;
-		if (mgr.picture && handoff.nended > 0)
-		{
-			gone = malloc(handoff.nended * sizeof(*gone));
-			if (gone)
-			{
-				memcpy(gone, handoff.ended, handoff.nended * sizeof(*gone));
-				ngone = handoff.nended;
-				handoff.nended = 0;
-			}
-		}
-		pthread_mutex_unlock(&handoff.mu.m);
-		(void) fresh_tail;
-
-		if (mgr.picture == NULL)
-		{
-			int			rc = reload(&mgr.picture, &err);
-
-			if (rc == -3)
-			{
-				refuse(&err, fresh, inspects);
-				continue;
-			}
-			if (rc != 0)
-			{
-				load_failed(rc, &err, fresh, inspects);
-				continue;
-			}
-			load_succeeded();
-		}
-
-		/* decide: withdrawals first, then ended sessions, leases, requests */
-		now = now_us();
-		if (sessions_due(mgr.picture) && sessions_check(mgr.picture, now) == 0 && fresh == NULL &&
-			withdrawn == NULL && inspects == NULL && ngone == 0 && !work_due(now))
-			continue;			/* nothing to do: no batch */
-		{
-			int			ids[NSLOTS];
-			int			n = 0;
-
-			for (Slot *s = withdrawn; s; s = s->wnext)
-			{
-				if (s->state != SLOT_ACCEPTED || s->pending)
-					continue;
-				/* a request not decided yet never runs */
-				bool		is_fresh = false;
-
-				for (Slot *f = fresh; f && !is_fresh; f = f->next)
-					is_fresh = f == s;
-				if (is_fresh)
-				{
-					/* a kept place is queued first, then kept (below) */
-					if (s->call.keep_place)
-					{
-						s->keep_after = true;
-						continue;
-					}
-					mark_pending(s);
-					memset(&s->pres, 0, sizeof(s->pres));
-					s->pres.status = DLOCK_STATUS_CANCELED;
-					s->perr.code = 0;
-					continue;
-				}
-				if (dlm_waiter_of(mgr.picture, s->index) != NULL)
-				{
-					ids[n++] = s->index;
-					if (s->timeout_at != 0 && now >= s->timeout_at)
-						mgr.counted.timeouts++;
-					else
-						mgr.counted.cancels++;	/* KILL, max_statement_time, a vanished client */
-				}
-			}
-			if (n > 0)
-				dlm_withdraw(mgr.picture, ids, n, now);
-		}
-		for (size_t i = 0; i < ngone; i++)
-			dlm_session_end(mgr.picture, session_pid(gone[i]), session_start(gone[i]),
-							DLM_NOBODY, now);
-		free(gone);
-		expired = dlm_expire(mgr.picture, now, EXPIRE_PER_BATCH);
-		for (Slot *s = fresh; s; s = s->next)
-			if (!s->pending)
-				execute(s, now);
-		for (Slot *s = fresh; s; s = s->next)
-		{
-			/* given up before it was decided, with keep_place: keep its place now */
-			if (s->keep_after && !s->pending &&
-				dlm_waiter_of(mgr.picture, s->index) != NULL)
-				dlm_withdraw(mgr.picture, &s->index, 1, now);
-			s->keep_after = false;
-		}
-		if (dlm_broken(mgr.picture))
-		{
-			dlock_set_err(&err, DLOCK_ER_UNKNOWN, "out of memory in the lock manager");
-			failed = true;
-		}
-		rows_due = failed ? 0 : dlm_queue_rows_due(mgr.picture, now, false);
-
-		/* store */
-		if (!failed && batch_changed())
-		{
-			/* a batch that answers nobody may ride on the next commit */
-			if (expired == 0 && rows_due == 0 && inspects == NULL &&
-				mgr.deferred < MAX_DEFERRED && !answers_pending() &&
-				(mgr.deferred == 0 || now - mgr.deferred_since < DEFER_MS * 1000))
-			{
-				if (mgr.deferred++ == 0)
-					mgr.deferred_since = now;
-				continue;
-			}
-			(void) dlm_queue_rows_due(mgr.picture, now, true);
-			write_began = mono_us();
-			if (batch_write(&err) != 0)
-				failed = true;
-			wrote = true;
-			write_us = mono_us() - write_began;
-		}
-		if (failed)
-		{
-			/*
-			 * Rebuild the picture from the tables; the calls this batch
-			 * decided get the error, those still waiting are decided again -
-			 * unless this keeps failing.
-			 */
-			mgr.batch_failures++;
-			if (mgr.batch_failures <= 5 || mgr.batch_failures % 100 == 0)
-				fprintf(stderr, "dlock: lock manager batch failed (%d in a row): %s\n",
-						mgr.batch_failures, err.msg);
-			store_rollback();
-			store_close();
-			picture_drop(&mgr.picture);
-			mgr.deferred = 0;
-			pthread_mutex_lock(&handoff.mu.m);
-			resubmit_locked(mgr.batch_failures >= MAX_BATCH_FAILURES, err.msg);
-			pthread_mutex_unlock(&handoff.mu.m);
-			if (mgr.batch_failures >= MAX_BATCH_FAILURES)
-				mgr.batch_failures = 0;
-			pause_ms(RETRY_MIN_MS);
+		if (!collect(&c))
+			break;				/* stopping */
+		if (mgr.picture == NULL && !load(&c))
 			continue;
-		}
-		began = mgr.deferred > 0 ? mgr.deferred_since : now;	/* hand-offs wait from here */
-		mgr.deferred = 0;
-		mgr.batch_failures = 0;
-		dlm_settle(mgr.picture);
-
-		/* publish, and look at the picture for the inspections */
-		for (Slot *s = inspects; s; s = s->next)
-			s->inspect_fn(mgr.picture, s->inspect_arg);
-		pthread_mutex_lock(&handoff.mu.m);
-		publish_locked();
-		dlm_counters_batch(&mgr.counted, mgr.picture, mgr.stats_fresh, wrote, write_us, now_us() - began);
-		mgr.stats_fresh = 0;
-		stats_publish_locked(&mgr.counted, mgr.picture, now);
-		for (Slot *s = inspects; s; s = s->next)
-		{
-			memset(&s->res, 0, sizeof(s->res));
-			s->err.code = 0;
-			s->state = SLOT_DONE;
-			pthread_cond_signal(&s->cond.c);
-		}
-		if (mgr.reload_requested)
-		{
-			/* the tables were replaced (a re-install, a restore): read them again */
-			mgr.reload_requested = false;
-			picture_drop(&mgr.picture);
-			store_close();
-			resubmit_locked(false, "");
-		}
-		pthread_mutex_unlock(&handoff.mu.m);
+		run_batch(&c);
 	}
 	store_close();
 	picture_drop(&mgr.picture);
+	pthread_mutex_lock(&handoff.mu.m);
+	if (mgr.service)
+		mgr.carried = *dls_counters(mgr.service);
+	pthread_mutex_unlock(&handoff.mu.m);
+	dls_destroy(mgr.service);
+	mgr.service = NULL;
 	return NULL;
+}
+
+/*
+ * Wait for work and take it from the hand-off: every new request,
+ * withdrawal, inspection and (with a picture) ended session.  False when
+ * the manager is to stop.
+ */
+static bool
+collect(Collected *c)
+{
+	Slot	   *listed;
+
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_lock(&handoff.mu.m);
+	for (;;)
+	{
+		struct timespec ts;
+		DLockTime	now;
+
+		if (handoff.stopping || mgr.service == NULL)
+		{
+			pthread_mutex_unlock(&handoff.mu.m);
+			return false;
+		}
+		now = now_us();
+		if (mgr.picture == NULL)
+		{
+			long long	wait_us;
+
+			/* not loaded: load now, or after the pause of a failure */
+			if (load_due(handoff.submit_head || handoff.inspect_head, &wait_us))
+				break;
+			deadline_ts(&ts, wait_us);
+			pthread_cond_timedwait(&handoff.work_cond, &handoff.mu.m, &ts);
+			continue;
+		}
+		if (handoff.submit_head || handoff.withdraw_head || handoff.nended > 0 || handoff.inspect_head ||
+			dls_work_due(mgr.service, now) || sessions_due(mgr.picture))
+			break;
+		deadline_ts(&ts, sleep_us(now));
+		pthread_cond_timedwait(&handoff.work_cond, &handoff.mu.m, &ts);
+	}
+	c->fresh = handoff.submit_head;
+	handoff.submit_head = handoff.submit_tail = NULL;
+	for (Slot *s = c->fresh; s; s = s->next)
+		s->state = SLOT_ACCEPTED;
+	/* an array: a slot answered and reused meanwhile may be listed anew */
+	listed = handoff.withdraw_head;
+	handoff.withdraw_head = NULL;
+	c->withdrawn = mgr.taken;
+	for (Slot *s = listed; s && c->nwithdrawn < NSLOTS; s = s->wnext)
+	{
+		s->withdraw_listed = false;
+		c->withdrawn[c->nwithdrawn++] = s;
+	}
+	c->inspects = handoff.inspect_head;
+	handoff.inspect_head = handoff.inspect_tail = NULL;
+	for (Slot *s = c->inspects; s; s = s->next)
+		s->state = SLOT_ACCEPTED;
+	if (mgr.picture && handoff.nended > 0)
+	{
+		c->gone = malloc(handoff.nended * sizeof(*c->gone));
+		if (c->gone)
+		{
+			memcpy(c->gone, handoff.ended, handoff.nended * sizeof(*c->gone));
+			c->ngone = handoff.nended;
+			handoff.nended = 0;
+		}
+	}
+	pthread_mutex_unlock(&handoff.mu.m);
+	return true;
+}
+
+/*
+ * No picture: load it (dlock_load.c).  False if it could not be loaded:
+ * the calls taken then wait for the next try or got the error.
+ */
+static bool
+load(Collected *c)
+{
+	DlockErr	err;
+	DLsFailure	f;
+	int			rc = reload(mgr.service, &mgr.picture, &err);
+
+	if (rc == -3)
+	{
+		refuse(&err, c->fresh, c->inspects);
+		return false;
+	}
+	if (rc != 0)
+	{
+		/* the service paces the tries and says which are worth a log line */
+		dls_fail(mgr.service, &f);
+		load_failed(rc, &err, &f, c->fresh, c->inspects);
+		return false;
+	}
+	load_succeeded();
+	return true;
+}
+
+/*
+ * One batch: the collected slots as the service takes them, then the
+ * service decides, commits (store_commit) and publishes (store_publish).
+ * A withdrawal of a request not decided yet goes to the service, which
+ * answers it CANCELED, unless it asked to keep its place: then it runs and
+ * is withdrawn right after (withdraw_after).  While the service isolates
+ * (after a failure) the batch takes one new request.
+ */
+static void
+run_batch(Collected *c)
+{
+	DLsBatch	b;
+	DLsSessionEnd *ended = NULL;
+	bool		answered = false;
+	char		err[sizeof(((DlockErr *) 0)->msg)];
+	DLsOutcome	outcome;
+	DLockTime	now = now_us();
+
+	memset(&b, 0, sizeof(b));
+	if (dls_isolating(mgr.service) && c->fresh && c->fresh->next)
+	{
+		pthread_mutex_lock(&handoff.mu.m);
+		requeue_locked(c->fresh->next);
+		c->fresh->next = NULL;
+		pthread_mutex_unlock(&handoff.mu.m);
+	}
+	for (Slot *s = c->fresh; s; s = s->next)
+		mgr.in_batch[s->index] = true;
+
+	/* withdrawals, all at once */
+	b.nwithdrawn = withdrawals(c, now);
+	b.withdrawn = mgr.withdrawn;
+
+	/* ended sessions: those the server told of, and those found gone */
+	if (sessions_due(mgr.picture))
+		(void) sessions_check(mgr.picture, &c->gone, &c->ngone);
+	if (c->ngone > 0 && (ended = calloc(c->ngone, sizeof(*ended))) != NULL)
+	{
+		for (size_t i = 0; i < c->ngone; i++)
+		{
+			ended[i].pid = session_pid(c->gone[i]);
+			ended[i].session_start = session_start(c->gone[i]);
+			ended[i].requester = DLM_NOBODY;
+		}
+		b.ended = ended;
+		b.nended = (int) c->ngone;
+	}
+
+	/* the new requests in submission order; some the adapter answers itself */
+	b.fresh = mgr.fresh;
+	for (Slot *s = c->fresh; s; s = s->next)
+	{
+		if (!mgr.in_batch[s->index])
+			continue;
+		mgr.in_batch[s->index] = false;
+		if (prepare(s))
+			mgr.fresh[b.nfresh++] = &s->ds;
+		else
+			answered = true;
+	}
+	/* an inspection waits for the commit; so do answers given here */
+	b.no_defer = c->inspects != NULL || answered;
+	mgr.inspects = c->inspects;
+
+	outcome = dls_batch(mgr.service, &b, err, sizeof(err));
+	free(ended);
+	free(c->gone);
+	if (outcome == DLS_FAILED)
+	{
+		batch_failed(err);
+		mgr.inspects = NULL;
+		return;
+	}
+	if (outcome == DLS_IDLE)
+		store_publish(NULL, mgr.picture);	/* the picture matches the tables */
+	mgr.inspects = NULL;
+	{
+		int			failures = dls_recovered(mgr.service);
+
+		if (failures > 5)
+			fprintf(stderr, "dlock: lock manager works again after %d failed attempts\n",
+					failures);
+	}
+	pthread_mutex_lock(&handoff.mu.m);
+	if (outcome == DLS_DONE)
+		stats_publish_locked(dls_counters(mgr.service), mgr.picture, now_us());
+	if (mgr.reload_requested)
+	{
+		/* the tables were replaced (a re-install, a restore): read them again */
+		mgr.reload_requested = false;
+		picture_drop(&mgr.picture);
+		store_close();
+		resubmit_locked(false, "");
+	}
+	pthread_mutex_unlock(&handoff.mu.m);
+}
+
+/*
+ * The batch's withdrawals into mgr.withdrawn; how many.  A new request of
+ * this batch given up with keep_place runs and is withdrawn right after
+ * (withdraw_after); one left queued by isolation is listed again.
+ */
+static int
+withdrawals(const Collected *c, DLockTime now)
+{
+	int			n = 0;
+	bool		relist = false;
+
+	for (int i = 0; i < c->nwithdrawn; i++)
+	{
+		Slot	   *s = c->withdrawn[i];
+		DLsWithdrawal *w;
+
+		if (s->state == SLOT_SUBMITTED)
+			relist = true;		/* left for a later batch (isolation): below */
+		if (s->state != SLOT_ACCEPTED || s->inspect_fn)
+			continue;			/* answered meanwhile, or not in this batch */
+		if (mgr.in_batch[s->index] && s->call.keep_place)
+		{
+			s->ds.withdraw_after = true;	/* a kept place is queued first, then kept */
+			continue;
+		}
+		mgr.in_batch[s->index] = false;	/* never runs */
+		w = &mgr.withdrawn[n++];
+		w->requester = s->index;
+		w->timed_out = s->ds.q.timeout_at != 0 && now >= s->ds.q.timeout_at;
+	}
+	if (!relist)
+		return n;
+	/* the requests isolation left queued keep their callers' withdrawals */
+	pthread_mutex_lock(&handoff.mu.m);
+	for (int i = 0; i < c->nwithdrawn; i++)
+	{
+		Slot	   *s = c->withdrawn[i];
+
+		if (s->state == SLOT_SUBMITTED && s->withdraw && !s->withdraw_listed)
+		{
+			s->withdraw_listed = true;
+			s->wnext = handoff.withdraw_head;
+			handoff.withdraw_head = s;
+		}
+	}
+	pthread_mutex_unlock(&handoff.mu.m);
+	return n;
+}
+
+/*
+ * A new request as the service takes it: the caller's session, its
+ * account's role and quotas.  False if the adapter answered it already
+ * (out of memory for the account's name, a quota of 0).
+ */
+static bool
+prepare(Slot *s)
+{
+	DLmRequest *q = &s->ds.q;
+	const Quota *quota;
+
+	q->pid = session_pid(s->conn_id);
+	q->session_start = session_start(s->conn_id);
+	q->max_ttl_us = (int64_t) dlock_max_ttl_seconds * 1000000;
+	q->role = accounts_intern(s->account, strlen(s->account));
+	if (q->role == 0)
+	{
+		mark_pending(s);
+		memset(&s->pres, 0, sizeof(s->pres));
+		s->pres.status = DLOCK_STATUS_ERROR;
+		dlock_set_err(&s->perr, DLOCK_ER_UNKNOWN, "%s: out of memory", s->call.fn);
+		return false;
+	}
+	q->role_max_locks = q->owner_max_locks = 0;
+	q->role_max_bytes = q->owner_max_bytes = 0;
+	/* the namespace was checked by the caller (mgr_namespace_check) */
+	if (q->op != DLOCK_OP_ACQUIRE && q->op != DLOCK_OP_TRY &&
+		q->op != DLOCK_OP_ACQUIRE_ALL)
+		return true;
+	quota = q->any_role ? NULL : quota_of(s->account);
+	if (quota == NULL)
+		return true;
+	/* < 0: no limit (NULL); the core's 0 is no limit, so a limit of 0 is refused here */
+	if (quota->limits[0] == 0 || quota->limits[1] == 0 ||
+		quota->limits[2] == 0 || quota->limits[3] == 0)
+	{
+		mark_pending(s);
+		memset(&s->pres, 0, sizeof(s->pres));
+		s->pres.status = DLOCK_STATUS_ERROR;
+		describe_error(s, quota->limits[0] == 0 || quota->limits[2] == 0 ?
+					   DLM_ERR_ROLE_QUOTA : DLM_ERR_OWNER_QUOTA, mgr.picture,
+					   &s->perr);
+		return false;
+	}
+	q->role_max_locks = quota->limits[0] > 0 ? quota->limits[0] : 0;
+	q->owner_max_locks = quota->limits[1] > 0 ? quota->limits[1] : 0;
+	q->role_max_bytes = quota->limits[2] > 0 ? quota->limits[2] : 0;
+	q->owner_max_bytes = quota->limits[3] > 0 ? quota->limits[3] : 0;
+	return true;
+}
+
+/*
+ * The batch failed (dls_fail: the pause, whether to log, the request that
+ * failed alone): the picture is rebuilt from the tables.  The calls this
+ * batch decided get the error (part of the batch may be in the tables, and
+ * deciding them again could do it twice), so does the request that failed
+ * alone; those still waiting are decided again.
+ */
+static void
+batch_failed(const char *msg)
+{
+	DLsFailure	f;
+
+	dls_fail(mgr.service, &f);
+	if (f.log)
+		fprintf(stderr, "dlock: lock manager batch failed (%d in a row): %s\n",
+				f.failures, msg);
+	store_rollback();
+	store_close();
+	picture_drop(&mgr.picture);
+	pthread_mutex_lock(&handoff.mu.m);
+	if (f.failed_requester >= 0 && f.failed_requester < NSLOTS &&
+		handoff.slots[f.failed_requester].state == SLOT_ACCEPTED)
+		answer_error_locked(&handoff.slots[f.failed_requester], DLOCK_ER_UNKNOWN, msg);
+	resubmit_locked(false, msg);
+	pthread_mutex_unlock(&handoff.mu.m);
+	pause_ms(f.pause_ms);
 }
 
 /* When the loop must look again at the latest, µs from now. */
@@ -386,102 +528,88 @@ static long long
 sleep_us(DLockTime now)
 {
 	long long	us = 1000000;
-	DLockTime	t;
+	DLockTime	t = dls_next_wake(mgr.service);
 
-	t = dlm_next_expiry(mgr.picture);
 	if (t != 0 && t - now < us)
 		us = t - now;
-	t = dlm_next_queue_row(mgr.picture);
-	if (t != 0 && t - now < us)
-		us = t - now;
-	if (mgr.deferred > 0 && mgr.deferred_since + DEFER_MS * 1000 - now < us)
-		us = mgr.deferred_since + DEFER_MS * 1000 - now;
 	t = sessions_next_check() - mono_us();
 	if (t < us)
 		us = t;
 	return us < 0 ? 0 : us;
 }
 
-static bool
-work_due(DLockTime now)
-{
-	DLockTime	lease, row;
-
-	if (mgr.picture == NULL)
-		return false;
-	lease = dlm_next_expiry(mgr.picture);
-	row = dlm_next_queue_row(mgr.picture);
-	return (lease != 0 && lease <= now) || (row != 0 && row <= now) ||
-		(mgr.deferred > 0 && now - mgr.deferred_since >= DEFER_MS * 1000);
-}
-
-/* A request into the core. */
+/*
+ * New requests a batch that isolates leaves for later: back to the front
+ * of the submit queue, in their order (run_batch lists their withdrawals
+ * again).  (mu held)
+ */
 static void
-execute(Slot *s, DLockTime now)
+requeue_locked(Slot *list)
 {
-	DLmRequest	q;
-	const Quota *quota;
+	Slot	   *tail = NULL;
 
-	memset(&q, 0, sizeof(q));
-	q.op = s->call.op;
-	q.requester = s->index;
-	q.owner_key = s->owner_z;
-	q.pid = session_pid(s->conn_id);
-	q.session_start = session_start(s->conn_id);
-	q.mode = s->call.mode;
-	q.names = s->names_z;
-	q.nnames = s->call.nnames;
-	q.ttl_us = s->call.ttl_us;
-	q.max_ttl_us = (int64_t) dlock_max_ttl_seconds * 1000000;
-	q.timeout_at = s->timeout_at;
-	q.keep_place = s->call.keep_place;
-	q.capacity = s->call.capacity;
-	q.permits = s->call.permits;
-	q.election = s->call.election;
-	q.value = s->value_z;
-	q.any_role = s->admin;
-	q.role = accounts_intern(s->account, strlen(s->account));
-	if (q.role == 0)
+	for (Slot *s = list; s; s = s->next)
 	{
-		mark_pending(s);
-		s->pres.status = DLOCK_STATUS_ERROR;
-		dlock_set_err(&s->perr, DLOCK_ER_UNKNOWN, "%s: out of memory", s->call.fn);
+		s->state = SLOT_SUBMITTED;
+		tail = s;
+	}
+	if (tail == NULL)
 		return;
-	}
-	/* the namespace was checked by the caller (mgr_namespace_check) */
-	if (q.op == DLOCK_OP_ACQUIRE || q.op == DLOCK_OP_TRY ||
-		q.op == DLOCK_OP_ACQUIRE_ALL)
-	{
-		quota = s->admin ? NULL : quota_of(s->account);
-		if (quota)
-		{
-			/* < 0: no limit (NULL); the core's 0 is no limit, so a limit of 0 is refused here */
-			if (quota->limits[0] == 0 || quota->limits[1] == 0 ||
-				quota->limits[2] == 0 || quota->limits[3] == 0)
-			{
-				mark_pending(s);
-				memset(&s->pres, 0, sizeof(s->pres));
-				s->pres.status = DLOCK_STATUS_ERROR;
-				describe_error(s, quota->limits[0] == 0 || quota->limits[2] == 0 ?
-							   DLM_ERR_ROLE_QUOTA : DLM_ERR_OWNER_QUOTA, mgr.picture,
-							   &s->perr);
-				return;
-			}
-			q.role_max_locks = quota->limits[0] > 0 ? quota->limits[0] : 0;
-			q.owner_max_locks = quota->limits[1] > 0 ? quota->limits[1] : 0;
-			q.role_max_bytes = quota->limits[2] > 0 ? quota->limits[2] : 0;
-			q.owner_max_bytes = quota->limits[3] > 0 ? quota->limits[3] : 0;
-		}
-	}
-	(void) dlm_request(mgr.picture, &q, now);
+	tail->next = handoff.submit_head;
+	if (handoff.submit_head == NULL)
+		handoff.submit_tail = tail;
+	handoff.submit_head = list;
 }
 
-static bool
-batch_changed(void)
+/* ------------------------------------------------------------------------
+ * The service's callbacks: commit, publish, the clock
+ * ------------------------------------------------------------------------ */
+
+/*
+ * The batch's rows (batch_write, with the semi-synchronous confirmation);
+ * a load's first commit writes once (a failure reloads anyway).  Names an
+ * administrator released have nobody to be announced to here.
+ */
+static int
+store_commit(void *arg, DLockManager *lm, const DLsCommit *c, char *err, size_t errlen)
 {
-	return dlm_touched_holders(mgr.picture) != NULL ||
-		dlm_touched_waiters(mgr.picture) != NULL ||
-		dlm_counter_dirty(mgr.picture, NULL);
+	DlockErr	e;
+	int			rc;
+
+	(void) arg;
+	e.msg[0] = '\0';
+	rc = c->load ? store_write_batch(lm, &e) : batch_write(lm, &e);
+	if (rc == 0)
+		return 0;
+	snprintf(err, errlen, "%s", e.msg);
+	return -1;
+}
+
+/* The batch committed: look at the picture for the inspections, then answer. */
+static void
+store_publish(void *arg, DLockManager *lm)
+{
+	(void) arg;
+	for (Slot *s = mgr.inspects; s; s = s->next)
+		s->inspect_fn(lm, s->inspect_arg);
+	pthread_mutex_lock(&handoff.mu.m);
+	publish_locked();
+	for (Slot *s = mgr.inspects; s; s = s->next)
+	{
+		memset(&s->res, 0, sizeof(s->res));
+		s->err.code = 0;
+		s->state = SLOT_DONE;
+		pthread_cond_signal(&s->cond.c);
+	}
+	pthread_mutex_unlock(&handoff.mu.m);
+	mgr.inspects = NULL;
+}
+
+static DLockTime
+store_now(void *arg)
+{
+	(void) arg;
+	return now_us();
 }
 
 /*
@@ -496,7 +624,7 @@ batch_changed(void)
  * failing: part of the batch may be in the tables.
  */
 static int
-batch_write(DlockErr *err)
+batch_write(DLockManager *picture, DlockErr *err)
 {
 	DLockTime	until = mono_us() + LOAD_WAIT_US;
 	long		pause = RETRY_MIN_MS;
@@ -516,7 +644,7 @@ batch_write(DlockErr *err)
 		else if (durable_in)
 			rc = store_finish_batch(err) == 0 ? 0 : -1;
 		else
-			rc = store_write_batch(mgr.picture, err);
+			rc = store_write_batch(picture, err);
 		if (rc == 0)
 		{
 			if (tries > 0)

@@ -2,8 +2,9 @@
 /*
  * dlock_mgr.h
  *		The lock manager of the MySQL/MariaDB plugin as the SQL functions and
- *		the plugin see it: one thread inside mariadbd runs the core lock
- *		manager (core/dlock_lm.h), the single writer of the dlock tables;
+ *		the plugin see it: one thread inside mariadbd runs the lock service
+ *		(core/dlock_service.h) around the core lock manager
+ *		(core/dlock_lm.h), the single writer of the dlock tables;
  *		the SQL functions hand it requests and sleep until it answers, which
  *		it does only after the batch that decided them has committed.
  *

@@ -30,6 +30,7 @@
 unsigned int dlock_queue_row_delay_ms = 5;
 unsigned int dlock_restart_grace_ms = 5000;
 unsigned long long dlock_max_ttl_seconds = 86400;
+unsigned long long dlock_default_ttl_seconds = 60;
 
 _Static_assert(sizeof(MgrMutex) == sizeof(mysql_mutex_t) &&
 			   offsetof(MgrMutex, psi) == offsetof(mysql_mutex_t, m_psi) &&
@@ -107,10 +108,17 @@ static MYSQL_SYSVAR_ULONGLONG(max_ttl, dlock_max_ttl_seconds,
 							  "Longest lease in seconds a call may ask for",
 							  NULL, NULL, 86400, 1, 366ULL * 86400, 0);
 
+static MYSQL_SYSVAR_ULONGLONG(default_ttl, dlock_default_ttl_seconds,
+							  PLUGIN_VAR_RQCMDARG,
+							  "Lease in seconds of an owner key's lock taken without a ttl "
+							  "(at most dlock_max_ttl)",
+							  NULL, NULL, 60, 1, 366ULL * 86400, 0);
+
 static struct st_mysql_sys_var *dlock_sysvars[] = {
 	MYSQL_SYSVAR(queue_row_delay),
 	MYSQL_SYSVAR(restart_grace),
 	MYSQL_SYSVAR(max_ttl),
+	MYSQL_SYSVAR(default_ttl),
 	NULL
 };
 

@@ -151,9 +151,12 @@ sessions_due(const DLockManager *picture)
 	return picture != NULL && mono_us() >= sessions.next_check;
 }
 
-/* End the sessions that hold or wait but are gone; how many. */
+/*
+ * The sessions that hold or wait but are gone, appended to *gone
+ * (malloc'ed, *ngone of them): the batch ends them.  How many were added.
+ */
 int
-sessions_check(DLockManager *picture, DLockTime now)
+sessions_check(DLockManager *picture, unsigned long long **gone, size_t *ngone)
 {
 	SessionList l = {0};
 	unsigned long long *alive = NULL;
@@ -176,14 +179,19 @@ sessions_check(DLockManager *picture, DLockTime now)
 			store_close();		/* looked at again next time; a batch reconnects */
 		else
 		{
-			qsort(alive, nalive, sizeof(*alive), cmp_conn_ids);
-			for (size_t i = 0; i < l.n; i++)
-				if (bsearch(&l.ids[i], alive, nalive, sizeof(*alive), cmp_conn_ids) == NULL)
-				{
-					dlm_session_end(picture, session_pid(l.ids[i]),
-									session_start(l.ids[i]), DLM_NOBODY, now);
-					n++;
-				}
+			unsigned long long *g = realloc(*gone, (*ngone + l.n) * sizeof(*g));
+
+			if (g != NULL)
+			{
+				*gone = g;
+				qsort(alive, nalive, sizeof(*alive), cmp_conn_ids);
+				for (size_t i = 0; i < l.n; i++)
+					if (bsearch(&l.ids[i], alive, nalive, sizeof(*alive), cmp_conn_ids) == NULL)
+					{
+						g[(*ngone)++] = l.ids[i];
+						n++;
+					}
+			}
 		}
 	}
 	free(alive);

@@ -30,8 +30,8 @@ extern int	cmp_conn_ids(const void *a, const void *b);
 
 /* Whether it is time to look at the sessions (a picture is loaded). */
 extern bool sessions_due(const DLockManager *picture);
-/* End the sessions that hold or wait but are gone; how many. */
-extern int	sessions_check(DLockManager *picture, DLockTime now);
+/* The sessions that hold or wait but are gone, appended to *gone; how many. */
+extern int	sessions_check(DLockManager *picture, unsigned long long **gone, size_t *ngone);
 /* When the next look is due (monotonic µs). */
 extern DLockTime sessions_next_check(void);
 

@@ -10,7 +10,8 @@
  * store (the client library's) and the manager (neither) all include it,
  * and the two header sets must never meet in one unit.
  *
- * Interface: dlock_set_err (dlock_errors.c); the settings (dlock_plugin.c).
+ * Interface: dlock_set_err, shown, shown_len (dlock_errors.c); the settings
+ * (dlock_plugin.c).
  */
 #ifndef DLOCK_TYPES_H
 #define DLOCK_TYPES_H
@@ -24,9 +25,6 @@
 
 /* Longest lock name in bytes (the width of the name columns). */
 #define DLOCK_MAX_NAME_LEN 1024
-
-/* Lease given to owner-keyed locks acquired without a TTL. */
-#define DLOCK_DEFAULT_OWNER_TTL_US (60LL * 1000000LL)
 
 /* Longest timeout; the longest TTL is the setting dlock_max_ttl. */
 #define DLOCK_CEILING_US (366LL * 86400LL * 1000000LL)
@@ -128,6 +126,12 @@ typedef struct DlockResult
 /* Fill err (code, message from fmt, not a warning). */
 extern void dlock_set_err(DlockErr *err, int code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
+/*
+ * A name in a message (dlock_errors.c): control characters shown as '?',
+ * cut with "..." to fit size; NUL-terminated, or of len bytes.
+ */
+extern const char *shown(const char *s, char *buf, size_t size);
+extern const char *shown_len(const char *s, size_t len, char *buf, size_t size);
 
 /*
  * Settings: the plugin's system variables (dlock_plugin.c), read by the
@@ -136,5 +140,6 @@ extern void dlock_set_err(DlockErr *err, int code, const char *fmt,...)
 extern unsigned int dlock_queue_row_delay_ms;
 extern unsigned int dlock_restart_grace_ms;
 extern unsigned long long dlock_max_ttl_seconds;
+extern unsigned long long dlock_default_ttl_seconds;	/* an owner key's lease without a ttl */
 
 #endif							/* DLOCK_TYPES_H */

@@ -33,6 +33,7 @@
 #include <mysql.h>				/* the server's (-I .../server): UDF_INIT, UDF_ARGS */
 
 #include "dlock_mgr.h"
+#include "dlock_service.h"
 
 /* ------------------------------------------------------------------------
  * dlock_udf_server.c
@@ -134,28 +135,17 @@ extern void default_ttl(DlockCall *req);
 /* The longest lease a call may ask for (the setting dlock_max_ttl). */
 extern long long max_ttl_us(void);
 
-/* A name of a JSON array, decoded (dlock_acquire_all). */
-typedef struct NameRef
-{
-	const char *s;
-	size_t		len;
-	int			pos;			/* index in the caller's array */
-} NameRef;
-
-/* The names' order: strcmp order (a name sorts before its extensions). */
-extern int	cmp_names(const void *a, const void *b);
 /*
  * A JSON array of strings into decoded names in out (which has room for
- * len bytes: decoding never grows).  Returns how many, or -1 when it is
- * not such an array.
+ * len bytes: decoding never grows), each with its place in the array
+ * (pos).  Returns how many, or -1 when it is not such an array.  Their
+ * order is core's (dls_sort_names).
  */
-extern int	parse_json_names(const char *s, size_t len, char *out, NameRef *names, int max);
+extern int	parse_json_names(const char *s, size_t len, char *out, DLsName *names, int max);
 
 /* A string result in the per-call state. */
 extern char *set_string(UDF_INIT *initid, const char *s, size_t len, unsigned long *length,
 						char *is_null, char *error);
-/* Printable, bounded copy of a name for messages. */
-extern const char *shown_name(const char *name, size_t len, char *buf, size_t size);
 /* UTC text of a Unix time in µs, as DATETIME(6) shows it. */
 extern size_t format_utc(long long us, char *buf, size_t size);
 

@@ -3,8 +3,9 @@
  * dlock_udf_admin.c
  *		The administrators' SQL functions (dlock_admin): namespace grants
  *		(dlock_grant, dlock_revoke), quotas (dlock_set_quota), reading the
- *		tables again (dlock_reload) and resetting the statistics
- *		(dlock_stats_reset).
+ *		tables again (dlock_reload), resetting the statistics
+ *		(dlock_stats_reset) and breaking stuck locks (dlock_force_release,
+ *		dlock_force_release_all).
  *
  * Interface: the functions (exports.map).
  *
@@ -250,4 +251,124 @@ dlock_stats_reset(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 		return 0;
 	mgr_stats_reset();
 	return 1;
+}
+
+/* ------------------------------------------------------------------------
+ * dlock_force_release(name, owner, reason) -> holders released
+ * dlock_force_release_all(owner, reason) -> locks and requests ended
+ * dlock_admin only: a stuck lock broken by its owner's leave (core/README
+ * 18.5); the holder's next renew, release, convert or proclaim of it fails
+ * with DL001 and the reason.  The server's error log says who, what and
+ * why; never the key itself (a secret).
+ * ------------------------------------------------------------------------ */
+DLOCK_UDF_SETUP(dlock_force_release, 3, 3, "(name, owner, reason)", NULL, 0)
+
+DLOCK_UDF_SETUP(dlock_force_release_all, 2, 2, "(owner, reason)", NULL, 0)
+
+/* The reason (argument i): required, at most DLOCK_MAX_VALUE_LEN bytes. */
+static int
+get_reason(UDF_ARGS *args, unsigned int i, DlockCall *call, char *error, char *is_null)
+{
+	if (args->args[i] == NULL || args->lengths[i] == 0)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS,
+			 "%s: a reason is required (say why, e.g. 'holder stuck since "
+			 "02:00, ticket 1234': the holder is told, and the server log "
+			 "keeps it)%s", call->fn, "");
+		return -1;
+	}
+	if (args->lengths[i] > DLOCK_MAX_VALUE_LEN)
+	{
+		fail(error, is_null, DLOCK_ER_TOO_LONG, "%s: reason is longer than %s bytes",
+			 call->fn, "1024");
+		return -1;
+	}
+	if (memchr(args->args[i], '\0', args->lengths[i]) != NULL)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS, "%s: reason must not contain a NUL byte%s",
+			 call->fn, "");
+		return -1;
+	}
+	call->value = args->args[i];
+	call->value_len = args->lengths[i];
+	return 0;
+}
+
+/* Hand the force release to the lock manager and log it; the count, or -1. */
+static long long
+force_common(const DlockCaller *who, DlockCall *call, char *is_null, char *error)
+{
+	DlockResult res;
+	DlockErr	err = {0};
+	char		nm[80];
+	char		why[DLOCK_MAX_VALUE_LEN + 4];
+
+	if (mgr_call(who, call, &res, &err) != 0)
+	{
+		report_failure(&err, error, is_null);
+		return -1;
+	}
+	if (res.status != DLOCK_STATUS_COUNT)
+	{
+		dlock_set_err(&err, DLOCK_ER_UNKNOWN, "%s: unexpected answer %d of the lock manager",
+					  call->fn, (int) res.status);
+		report_failure(&err, error, is_null);
+		return -1;
+	}
+	shown_len(call->value, call->value_len, why, sizeof(why));
+	if (call->op == DLOCK_OP_FORCE_RELEASE)
+		fprintf(stderr, "dlock: account %.*s (connection %llu) force-released %d "
+				"holder%s of lock \"%s\"%s; reason: %s\n",
+				(int) who->account_len, who->account, who->conn_id, res.count,
+				res.count == 1 ? "" : "s",
+				shown_len(call->names[0], call->name_lens[0], nm, sizeof(nm)),
+				call->owner ? " (one owner key)" : "", why);
+	else
+		fprintf(stderr, "dlock: account %.*s (connection %llu) force-released "
+				"everything of an owner key (%d locks and requests); reason: %s\n",
+				(int) who->account_len, who->account, who->conn_id, res.count, why);
+	return res.count;
+}
+
+long long
+dlock_force_release(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockCall	call;
+	DlockCaller who;
+	long long	n;
+
+	(void) initid;
+	call_init(&call, "dlock_force_release", DLOCK_OP_FORCE_RELEASE, is_null, error);
+	if (authorize(&who, DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0 ||
+		get_name(args, 0, &call, error, is_null) != 0 ||
+		get_owner(args, 1, &call, error, is_null) != 0 ||
+		get_reason(args, 2, &call, error, is_null) != 0)
+		return 0;
+	n = force_common(&who, &call, is_null, error);
+	return n < 0 ? 0 : n;
+}
+
+long long
+dlock_force_release_all(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
+{
+	DlockCall	call;
+	DlockCaller who;
+	long long	n;
+
+	(void) initid;
+	call_init(&call, "dlock_force_release_all", DLOCK_OP_FORCE_RELEASE_ALL, is_null, error);
+	if (authorize(&who, DLOCK_ACCESS_ADMIN, call.fn, error, is_null) != 0)
+		return 0;
+	if (args->args[0] == NULL)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS,
+			 "%s: an owner key is required (a connection's locks end with the "
+			 "connection: KILL ends them all)%s", call.fn, "");
+		return 0;
+	}
+	if (get_owner(args, 0, &call, error, is_null) != 0 ||
+		get_reason(args, 1, &call, error, is_null) != 0)
+		return 0;
+	n = force_common(&who, &call, is_null, error);
+	return n < 0 ? 0 : n;
 }

@@ -206,8 +206,10 @@ get_mode(UDF_ARGS *args, unsigned int i, DlockCall *req, char *error,
 void
 default_ttl(DlockCall *req)
 {
+	/* the setting dlock_default_ttl, within dlock_max_ttl (core's rule) */
 	if (req->owner && req->ttl_us < 0)
-		req->ttl_us = DLOCK_DEFAULT_OWNER_TTL_US;
+		req->ttl_us = dls_default_ttl((int64_t) dlock_default_ttl_seconds * 1000000,
+									  max_ttl_us());
 	if (req->ttl_us < 0)
 		req->ttl_us = 0;		/* the core's "no lease" */
 }
@@ -283,19 +285,6 @@ get_value(UDF_ARGS *args, unsigned int i, DlockCall *call, char *error,
 	return 0;
 }
 
-/* qsort order of the names of a request. */
-int
-cmp_names(const void *a, const void *b)
-{
-	const NameRef *x = a;
-	const NameRef *y = b;
-	size_t		n = x->len < y->len ? x->len : y->len;
-	int			c = memcmp(x->s, y->s, n);
-
-	/* strcmp order: a name sorts before its extensions */
-	return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
 static void
 put_utf8(char *out, size_t *o, unsigned long cp)
 {
@@ -348,7 +337,7 @@ hex4(const char *p, unsigned long *v)
  * not such an array.
  */
 int
-parse_json_names(const char *s, size_t len, char *out, NameRef *names, int max)
+parse_json_names(const char *s, size_t len, char *out, DLsName *names, int max)
 {
 	size_t		i = 0;
 	size_t		o = 0;
@@ -438,7 +427,7 @@ parse_json_names(const char *s, size_t len, char *out, NameRef *names, int max)
 		if (i >= len)
 			return -1;
 		i++;					/* closing quote */
-		names[n].s = out + start;
+		names[n].p = out + start;
 		names[n].len = o - start;
 		names[n].pos = n;
 		n++;
@@ -457,28 +446,6 @@ parse_json_names(const char *s, size_t len, char *out, NameRef *names, int max)
 		return -1;
 	}
 #undef SKIP_WS
-}
-
-/* Printable, bounded copy of a name for messages. */
-const char *
-shown_name(const char *name, size_t len, char *buf, size_t size)
-{
-	size_t		n = 0;
-
-	for (size_t i = 0; i < len && n + 4 < size; i++)
-	{
-		unsigned char c = (unsigned char) name[i];
-
-		buf[n++] = (c < 0x20 || c == 0x7f) ? '?' : (char) c;
-	}
-	if (n < len && n + 4 >= size)
-	{
-		buf[n++] = '.';
-		buf[n++] = '.';
-		buf[n++] = '.';
-	}
-	buf[n] = '\0';
-	return buf;
 }
 
 /* A string result in the per-call state. */

@@ -2,7 +2,7 @@
 /*
  * dlock_udf_inspect.c
  *		The SQL functions that look: at one name (dlock_holder, dlock_check,
- *		dlock_leader, dlock_semaphore_available), at every lock the caller
+ *		dlock_leader, dlock_leader_info, dlock_semaphore_available), at every lock the caller
  *		may see (dlock_locks, behind the view dlock.locks; dlock_sees, the
  *		filter of 1.0's view), at the statistics (dlock_stats) and at the
  *		plugin (dlock_info).
@@ -62,11 +62,35 @@ look_append(Look *lk, const char *s, size_t n)
 }
 
 /*
- * Holders in token order: the caller's own account's (and to dlock_admin
- * every) holders as keys or connection ids; to dlock_monitor other
- * accounts' as connection ids and "(owner key)"; to anyone else as
+ * A holder as the caller may see it: its own account's (and to
+ * dlock_admin every) holder as its key or connection id; to dlock_monitor
+ * another account's as its connection id or "(owner key)"; to anyone else
  * "(another account)".  A key guards release: nobody else sees it.
+ * Returns the text (buf, or the key) and its length in *n.
  */
+static const char *
+holder_shown(const Look *lk, const DLmHolder *h, char *buf, size_t size, size_t *n)
+{
+	if ((lk->who->access & DLOCK_ACCESS_ADMIN) ||
+		strcmp(accounts_name(h->role), lk->who->account) == 0)
+	{
+		/* the account's own (and an admin): the key, or the connection */
+		if (h->owner->key)
+		{
+			*n = strlen(h->owner->key);
+			return h->owner->key;
+		}
+		*n = (size_t) snprintf(buf, size, "%llu", session_conn_id(h->pid, h->backend_start));
+	}
+	else if (lk->who->access & DLOCK_ACCESS_MONITOR)
+		*n = h->owner->key ? (size_t) snprintf(buf, size, "(owner key)") :
+			(size_t) snprintf(buf, size, "%llu", session_conn_id(h->pid, h->backend_start));
+	else
+		*n = (size_t) snprintf(buf, size, "(another account)");
+	return buf;
+}
+
+/* Holders in token order, as holder_shown shows them, joined by ", ". */
 static void
 look_holder(const DLockManager *m, void *arg)
 {
@@ -78,30 +102,12 @@ look_holder(const DLockManager *m, void *arg)
 	for (DLmHolder *h = dlm_lock_holders(l); h; h = dlm_holder_next(h))
 	{
 		char		buf[64];
-		const char *s = buf;
+		const char *s;
 		size_t		n;
 
 		if (h->implied)
 			continue;
-		if ((lk->who->access & DLOCK_ACCESS_ADMIN) ||
-			strcmp(accounts_name(h->role), lk->who->account) == 0)
-		{
-			/* the account's own (and an admin): the key, or the connection */
-			if (h->owner->key)
-			{
-				s = h->owner->key;
-				n = strlen(s);
-			}
-			else
-				n = (size_t) snprintf(buf, sizeof(buf), "%llu",
-									  session_conn_id(h->pid, h->backend_start));
-		}
-		else if (lk->who->access & DLOCK_ACCESS_MONITOR)
-			n = h->owner->key ? (size_t) snprintf(buf, sizeof(buf), "(owner key)") :
-				(size_t) snprintf(buf, sizeof(buf), "%llu",
-								  session_conn_id(h->pid, h->backend_start));
-		else
-			n = (size_t) snprintf(buf, sizeof(buf), "(another account)");
+		s = holder_shown(lk, h, buf, sizeof(buf), &n);
 		if (lk->found)
 			look_append(lk, ", ", 2);
 		look_append(lk, s, n);
@@ -122,21 +128,68 @@ look_check(const DLockManager *m, void *arg)
 			lk->found = 1;
 }
 
+/* The leader of an election: the holder with a value, not a kept place. */
+static const DLmHolder *
+leader_of(const DLockManager *m, const char *name)
+{
+	DLmLock    *l = dlm_lookup(m, name);
+
+	if (l == NULL || !l->election)
+		return NULL;
+	for (DLmHolder *h = dlm_lock_holders(l); h; h = dlm_holder_next(h))
+		if (h->value && h->kept < h->count)
+			return h;
+	return NULL;
+}
+
 static void
 look_leader(const DLockManager *m, void *arg)
 {
 	Look	   *lk = arg;
-	DLmLock    *l = dlm_lookup(m, lk->name);
+	const DLmHolder *h = leader_of(m, lk->name);
 
-	if (l == NULL || !l->election)
+	if (h == NULL)
 		return;
-	for (DLmHolder *h = dlm_lock_holders(l); h; h = dlm_holder_next(h))
-		if (h->value && h->kept < h->count)
-		{
-			look_append(lk, h->value, strlen(h->value));
-			lk->found = 1;
-			break;
-		}
+	look_append(lk, h->value, strlen(h->value));
+	lk->found = 1;
+}
+
+/*
+ * The leader as dlock_leader_info shows it: its value in text, its term
+ * (token), since and expiry in number and expires, and how dlock_holder
+ * shows it in holder.
+ */
+typedef struct LeaderLook
+{
+	Look		lk;
+	char		holder[DLOCK_MAX_OWNER_LEN + 64];
+	size_t		holder_len;
+	long long	since;
+	long long	expires;
+} LeaderLook;
+
+static void
+look_leader_info(const DLockManager *m, void *arg)
+{
+	LeaderLook *ll = arg;
+	const DLmHolder *h = leader_of(m, ll->lk.name);
+	char		buf[64];
+	const char *s;
+	size_t		n;
+
+	if (h == NULL)
+		return;
+	look_append(&ll->lk, h->value, strlen(h->value));
+	ll->lk.found = 1;
+	ll->lk.token = h->token;
+	ll->since = h->granted_at;
+	ll->expires = h->expires_at;
+	s = holder_shown(&ll->lk, h, buf, sizeof(buf), &n);
+	if (n >= sizeof(ll->holder))
+		n = sizeof(ll->holder) - 1;
+	memcpy(ll->holder, s, n);
+	ll->holder[n] = '\0';
+	ll->holder_len = n;
 }
 
 static void
@@ -378,7 +431,10 @@ json_text(LocksRead *lr, const char *key, const char *s, size_t n)
 {
 	char		esc[8];
 
-	json_put(lr, ",\"", 2);
+	/* a comma between members, none after the opening brace */
+	if (lr->len > 0 && lr->buf[lr->len - 1] != '{')
+		json_put(lr, ",", 1);
+	json_put(lr, "\"", 1);
 	json_put(lr, key, strlen(key));
 	json_put(lr, "\":\"", 3);
 	for (size_t i = 0; i < n;)
@@ -419,7 +475,8 @@ static void
 json_int(LocksRead *lr, const char *key, long long v)
 {
 	char		b[48];
-	int			n = snprintf(b, sizeof(b), ",\"%s\":%lld", key, v);
+	int			n = snprintf(b, sizeof(b), "%s\"%s\":%lld",
+							 lr->len > 0 && lr->buf[lr->len - 1] != '{' ? "," : "", key, v);
 
 	json_put(lr, b, (size_t) n);
 }
@@ -657,3 +714,59 @@ dlock_stats(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	return set_string(initid, buf, (size_t) n, length, is_null, error);
 }
 
+
+/* ------------------------------------------------------------------------
+ * dlock_leader_info(name) -> the leader as one JSON object: value, term
+ * (its token), holder (as dlock_holder shows it), since and expiry (UTC,
+ * as dlock_renew answers; expiry null without a lease); NULL without a
+ * leader
+ * ------------------------------------------------------------------------ */
+DLOCK_UDF_SETUP(dlock_leader_info, 1, 1, "(name)", NULL, 65535)
+
+char *
+dlock_leader_info(UDF_INIT *initid, UDF_ARGS *args, char *result,
+				  unsigned long *length, char *is_null, char *error)
+{
+	static const char fn[] = "dlock_leader_info";
+	DlockCaller who;
+	LeaderLook	ll;
+	LocksRead	lr;
+	char		t[64];
+	char	   *r;
+
+	(void) result;
+	if (look_begin(args, fn, &ll.lk, &who, error, is_null) != 0)
+		return NULL;
+	ll.holder[0] = '\0';
+	ll.holder_len = 0;
+	ll.since = ll.expires = 0;
+	if (look_run(fn, look_leader_info, &ll.lk, error, is_null) != 0)
+		return NULL;
+	if (!ll.lk.found)
+	{
+		*is_null = 1;
+		free(ll.lk.text);
+		return NULL;
+	}
+	memset(&lr, 0, sizeof(lr));
+	json_put(&lr, "{", 1);
+	json_text(&lr, "value", ll.lk.text ? ll.lk.text : "", ll.lk.text_len);
+	json_int(&lr, "term", ll.lk.token);
+	json_text(&lr, "holder", ll.holder, ll.holder_len);
+	json_text(&lr, "since", t, format_utc(ll.since, t, sizeof(t)));
+	if (ll.expires != 0)
+		json_text(&lr, "expiry", t, format_utc(ll.expires, t, sizeof(t)));
+	else
+		json_put(&lr, ",\"expiry\":null", 14);
+	json_put(&lr, "}", 1);
+	free(ll.lk.text);
+	if (lr.oom)
+	{
+		free(lr.buf);
+		fail(error, is_null, DLOCK_ER_UNKNOWN, "%s: out of memory%s", fn, "");
+		return NULL;
+	}
+	r = set_string(initid, lr.buf, lr.len, length, is_null, error);
+	free(lr.buf);
+	return r;
+}

@@ -77,7 +77,7 @@ grant_call(const DlockCaller *who, DlockCall *call, DlockResult *res,
 		DlockErr	e = {DLOCK_ER_UNKNOWN, 0, ""};
 
 		snprintf(e.msg, sizeof(e.msg), "%s: lock \"%s\" is not held by this %s [DL001]",
-				 call->fn, shown_name(call->names[0], call->name_lens[0], nm, sizeof(nm)),
+				 call->fn, shown_len(call->names[0], call->name_lens[0], nm, sizeof(nm)),
 				 call->owner ? "owner" : "session");
 		report_failure(&e, error, is_null);
 	}
@@ -182,7 +182,7 @@ dlock_acquire_all(UDF_INIT *initid, UDF_ARGS *args, char *result,
 	DlockCall	call;
 	DlockCaller who;
 	DlockResult res;
-	NameRef		refs[DLOCK_MAX_MULTI + 1];
+	DLsName		refs[DLOCK_MAX_MULTI + 1];
 	long long	by_pos[DLOCK_MAX_MULTI];
 	char	   *decoded;
 	char		out[DLOCK_MAX_MULTI * 24 + 4];
@@ -215,19 +215,19 @@ dlock_acquire_all(UDF_INIT *initid, UDF_ARGS *args, char *result,
 		free(decoded);
 		return NULL;
 	}
-	qsort(refs, (size_t) n, sizeof(NameRef), cmp_names);
+	/* the lock manager's order; MariaDB refuses a name given twice */
+	if (dls_sort_names(refs, n) < n)
+	{
+		fail(error, is_null, DLOCK_ER_ARGS, "%s: a name is given twice%s", call.fn, "");
+		free(decoded);
+		return NULL;
+	}
 	for (int i = 0; i < n; i++)
 	{
 		UDF_ARGS	one = *args;
-		char	   *a0[1] = {(char *) refs[i].s};
+		char	   *a0[1] = {(char *) refs[i].p};
 		unsigned long l0[1] = {refs[i].len};
 
-		if (i > 0 && cmp_names(&refs[i - 1], &refs[i]) == 0)
-		{
-			fail(error, is_null, DLOCK_ER_ARGS, "%s: a name is given twice%s", call.fn, "");
-			free(decoded);
-			return NULL;
-		}
 		one.args = a0;
 		one.lengths = l0;
 		one.arg_count = 1;
@@ -295,7 +295,7 @@ dlock_release(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 		err.code = DLOCK_ER_UNKNOWN;
 		err.warning = 1;
 		snprintf(err.msg, sizeof(err.msg), "%s: lock \"%s\" is not held by this %s",
-				 call.fn, shown_name(call.names[0], call.name_lens[0], nm, sizeof(nm)),
+				 call.fn, shown_len(call.names[0], call.name_lens[0], nm, sizeof(nm)),
 				 call.owner ? "owner" : "session");
 		report(&err);
 		return 0;
@@ -343,7 +343,7 @@ dlock_renew(UDF_INIT *initid, UDF_ARGS *args, char *result,
 		err.code = DLOCK_ER_UNKNOWN;
 		snprintf(err.msg, sizeof(err.msg),
 				 "%s: lock \"%s\" is not held by this %s: the lease was lost [DL001]",
-				 call.fn, shown_name(call.names[0], call.name_lens[0], nm, sizeof(nm)),
+				 call.fn, shown_len(call.names[0], call.name_lens[0], nm, sizeof(nm)),
 				 call.owner ? "owner" : "session");
 		report_failure(&err, error, is_null);
 		return NULL;
@@ -505,7 +505,7 @@ dlock_proclaim(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error)
 		snprintf(err.msg, sizeof(err.msg),
 				 "%s: this %s does not lead \"%s\" [DL001]", call.fn,
 				 call.owner ? "owner" : "session",
-				 shown_name(call.names[0], call.name_lens[0], nm, sizeof(nm)));
+				 shown_len(call.names[0], call.name_lens[0], nm, sizeof(nm)));
 		report_failure(&err, error, is_null);
 		return 0;
 	}

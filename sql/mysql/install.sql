@@ -228,6 +228,7 @@ CREATE OR REPLACE FUNCTION dlock_semaphore_available RETURNS INTEGER SONAME 'dlo
 CREATE OR REPLACE FUNCTION dlock_campaign            RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_proclaim            RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_leader              RETURNS STRING  SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_leader_info         RETURNS STRING  SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_check               RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_holder              RETURNS STRING  SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_info                RETURNS STRING  SONAME 'dlock_udf.so';
@@ -241,6 +242,8 @@ CREATE OR REPLACE FUNCTION dlock_set_quota           RETURNS INTEGER SONAME 'dlo
 CREATE OR REPLACE FUNCTION dlock_reload              RETURNS INTEGER SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_stats               RETURNS STRING  SONAME 'dlock_udf.so';
 CREATE OR REPLACE FUNCTION dlock_stats_reset         RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_force_release       RETURNS INTEGER SONAME 'dlock_udf.so';
+CREATE OR REPLACE FUNCTION dlock_force_release_all   RETURNS INTEGER SONAME 'dlock_udf.so';
 
 -- The lock manager's statistics (docs/operations.md: Monitoring), one row taken apart
 -- from one snapshot; dlock_stats() itself lets only dlock_monitor and

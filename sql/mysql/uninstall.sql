@@ -24,6 +24,7 @@ DROP FUNCTION IF EXISTS dlock_semaphore_available;
 DROP FUNCTION IF EXISTS dlock_campaign;
 DROP FUNCTION IF EXISTS dlock_proclaim;
 DROP FUNCTION IF EXISTS dlock_leader;
+DROP FUNCTION IF EXISTS dlock_leader_info;
 DROP FUNCTION IF EXISTS dlock_check;
 DROP FUNCTION IF EXISTS dlock_holder;
 DROP FUNCTION IF EXISTS dlock_info;
@@ -37,6 +38,8 @@ DROP FUNCTION IF EXISTS dlock_set_quota;
 DROP FUNCTION IF EXISTS dlock_reload;
 DROP FUNCTION IF EXISTS dlock_stats;
 DROP FUNCTION IF EXISTS dlock_stats_reset;
+DROP FUNCTION IF EXISTS dlock_force_release;
+DROP FUNCTION IF EXISTS dlock_force_release_all;
 
 -- the lock manager stops (its thread ends; waiting calls get an error),
 -- unless the caller set @dlock_keep_plugin (a server that loads it at
