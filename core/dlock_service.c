@@ -599,8 +599,9 @@ dls_batch(DLockService *s, const DLsBatch *b, char *err, size_t errlen)
 	}
 	/* read after the batch was collected: a lease must not date from before its request */
 	s->now = clock_now(s);
+	/* a deferral pending is work only once its time is up (dls_work_due) */
 	if (b->nwithdrawn == 0 && b->nended == 0 && b->nfresh == 0 &&
-		s->deferred == 0 && !dls_work_due(s, s->now))
+		!dls_work_due(s, s->now))
 		return DLS_IDLE;
 	s->answered = 0;
 	s->revoked_added = 0;

@@ -406,9 +406,12 @@ test_deferral(void)
 	CHECK(commits == before + 1);
 	CHECK(status_of(0) == DLOCK_STATUS_RELEASED);
 	CHECK(status_of(1) == DLOCK_STATUS_GRANTED);
-	/* a deferral ends by itself once its time is up */
+	/* a deferral ends by itself once its time is up; an empty pass before is no batch */
 	req(DLOCK_OP_ACQUIRE, 2, 2, NULL, "x", 0);
 	CHECK(batch() == DLS_DEFERRED);
+	CHECK(dls_deferred(S) == 1);
+	CHECK(batch() == DLS_IDLE);
+	CHECK(dls_deferred(S) == 1);
 	clk += DLS_DEFER_US;
 	CHECK(batch() == DLS_DONE);
 	CHECK(commits == before + 2);
