@@ -1395,10 +1395,15 @@ class Run:
                 continue
             n += 1
             if held.get(x.key) != (x.name, x.token):
+                # the times the verdict rests on, to tell a loss from a late look
                 self.rec.violation("acknowledged leases lost",
-                                   "after %s: lease %s on %s (token %d) is %s" % (
+                                   "after %s: lease %s on %s (token %d) is %s (it ran until %s"
+                                   " before the fault at %s; the new lock manager started %s,"
+                                   " looked at %s, grace %s)" % (
                                        kind, x.key, x.name, x.token,
-                                       "held with %s" % (held[x.key],) if x.key in held else "gone"))
+                                       "held with %s" % (held[x.key],) if x.key in held else "gone",
+                                       expires, fault_at, r[0][1] if r else None, srv_now,
+                                       within_grace))
             elif x.renewed_to is not None and expiry[x.key] < x.renewed_to:
                 self.rec.violation("acknowledged leases lost",
                                    "after %s: lease %s on %s runs until %s, renewed to %s" % (
