@@ -1257,7 +1257,9 @@ class Run:
         elif kind == "failover: kill -9 of the primary, promote the standby":
             self.failover()
         elif kind in PATRONI_FAULTS:
+            self.fault_landed = None
             self.patroni_fault(kind)
+            t_down = self.fault_landed or t_down
         self.rec.fault(kind)
         self.events.append((t0, kind))
         failover = kind.startswith("failover")
@@ -1330,6 +1332,10 @@ class Run:
         else:
             others = [n for n in NODES if n != leader]
             self.cl.cut(leader, others[0], leader, others[1])
+        # until now the old leader ran and reaped leases as they ran out
+        # (finding the leader took a while on a loaded machine): only a
+        # lease unexpired now must be on the new one
+        self.fault_landed = mono()
         with self.rec.lock:
             self.rec.watch_from = mono()
         new = self.cl.wait_leader(other_than=leader, timeout=150)
