@@ -370,6 +370,7 @@ static bool
 await_standby(XLogRecPtr upto)
 {
 	bool		logged = false;
+	TimestampTz began = 0;
 
 	while (!dlock_store_confirmed(upto))
 	{
@@ -380,10 +381,15 @@ await_standby(XLogRecPtr upto)
 			reload_config();
 		if (!dlock_store_standby_waits())
 			return false;
-		if (!logged)
+		/* a standby's ordinary lag is no news: a wait of a second is */
+		if (began == 0)
+			began = GetCurrentTimestamp();
+		else if (!logged && TimestampDifferenceExceeds(began, GetCurrentTimestamp(), 1000))
+		{
 			ereport(LOG,
 					(errmsg("dlock lock manager: no answer goes out until the synchronous standby confirms the last commit")));
-		logged = true;
+			logged = true;
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
