@@ -243,7 +243,10 @@ for db in postgresql mariadb; do
     sleep 0.2
     check "$db: SIGTERM while waiting: exit 143, command not run, request withdrawn" \
         eval 'test "$rc" = 143 -a ! -e "$W/ran7" -a "$(rows w7)" = 0'
-    "$DLOCK" run "${CONN[@]}" f7 -- sh -c 'trap "echo HUP > \"\$1\"; kill \$! 2>/dev/null; exit 3" HUP; sleep 60 > /dev/null 2>&1 & echo $! > "$1.pid"; wait' sh "$W/hup7" &
+    # SIGHUP at its default even when this suite runs under nohup (an ignored
+    # signal stays ignored across exec: dlock would never see it, nor could
+    # the command's shell trap it)
+    env --default-signal=HUP "$DLOCK" run "${CONN[@]}" f7 -- sh -c 'trap "echo HUP > \"\$1\"; kill \$! 2>/dev/null; exit 3" HUP; sleep 60 > /dev/null 2>&1 & echo $! > "$1.pid"; wait' sh "$W/hup7" &
     pid=$!
     wait_for "$W/hup7.pid"
     kill -HUP "$pid"; wait "$pid"; rc=$?
