@@ -47,6 +47,7 @@ struct DLockService
 	int			nnotify;
 	int			notify_cap;
 	int			revoked_added;	/* revocations this batch added (undone if it fails) */
+	int			revoked_forgotten;	/* marked forgotten since the last commit */
 
 	/* across batches */
 	int			deferred;		/* batches whose writes wait for a commit */
@@ -243,8 +244,11 @@ revoked_forget(DLockService *s, const DLmRequest *q)
 
 		for (int k = 0; k < q->nnames && !named; k++)
 			named = strcmp(s->revoked[i].name, q->names[k]) == 0;
-		if (named && same_owner(&s->revoked[i], q))
+		if (named && same_owner(&s->revoked[i], q) && !s->revoked[i].forgotten)
+		{
 			s->revoked[i].forgotten = true;
+			s->revoked_forgotten++;
+		}
 	}
 }
 
@@ -252,6 +256,9 @@ revoked_forget(DLockService *s, const DLmRequest *q)
 static void
 revoked_settle(DLockService *s)
 {
+	if (s->revoked_forgotten == 0)
+		return;					/* the usual batch: no walk over the memory */
+	s->revoked_forgotten = 0;
 	for (int i = s->nrevoked - 1; i >= 0; i--)
 		if (s->revoked[i].forgotten)
 			revoked_remove(s, i);
@@ -599,9 +606,12 @@ dls_batch(DLockService *s, const DLsBatch *b, char *err, size_t errlen)
 	}
 	/* read after the batch was collected: a lease must not date from before its request */
 	s->now = clock_now(s);
-	/* a deferral pending is work only once its time is up (dls_work_due) */
+	/*
+	 * A deferral pending is work only once its time is up (dls_work_due);
+	 * a batch the adapter needs published (no_defer) always is.
+	 */
 	if (b->nwithdrawn == 0 && b->nended == 0 && b->nfresh == 0 &&
-		!dls_work_due(s, s->now))
+		!b->no_defer && !dls_work_due(s, s->now))
 		return DLS_IDLE;
 	s->answered = 0;
 	s->revoked_added = 0;
@@ -673,8 +683,9 @@ dls_fail(DLockService *s, DLsFailure *out)
 		s->revoked_added--;
 	}
 	s->revoked_added = 0;
-	for (int i = 0; i < s->nrevoked; i++)
+	for (int i = 0; i < s->nrevoked && s->revoked_forgotten > 0; i++)
 		s->revoked[i].forgotten = false;
+	s->revoked_forgotten = 0;
 	s->failures++;
 	shift = s->failures - 1 < 20 ? s->failures - 1 : 20;
 	out->failures = s->failures;

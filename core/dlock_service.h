@@ -139,7 +139,10 @@ typedef struct DLsBatch
 	int			nended;
 	DLsRequest *const *fresh;	/* in submission order */
 	int			nfresh;
-	/* the adapter needs this batch committed now (a look at the picture waits) */
+	/*
+	 * the adapter needs this batch committed and published now, even with
+	 * nothing else in it (a look at the picture waits, or answers it gave)
+	 */
 	bool		no_defer;
 } DLsBatch;
 

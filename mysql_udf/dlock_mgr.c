@@ -371,8 +371,6 @@ run_batch(Collected *c)
 		mgr.inspects = NULL;
 		return;
 	}
-	if (outcome == DLS_IDLE)
-		store_publish(NULL, mgr.picture);	/* the picture matches the tables */
 	mgr.inspects = NULL;
 	{
 		int			failures = dls_recovered(mgr.service);

@@ -152,10 +152,13 @@ changes_rows(DLockStatus st)
 }
 
 /* No answer that changed rows goes out before a commit after it. */
+static int	publishes;
+
 static void
 fake_publish(void *arg, DLockManager *lm)
 {
 	(void) arg;
+	publishes++;
 	if (dlm_touched_holders(lm) != NULL)
 		early_publish++;		/* published before the picture settled */
 	for (int i = 0; i < NREQ; i++)
@@ -365,6 +368,16 @@ test_publish_after_commit(void)
 {
 	setup();
 	CHECK(batch() == DLS_IDLE);
+	/* nothing in it, but the adapter needs it published (an inspection) */
+	{
+		DLsBatch	b = {0};
+		char		err[100];
+		int			before = publishes;
+
+		b.no_defer = true;
+		CHECK(dls_batch(S, &b, err, sizeof(err)) == DLS_DONE);
+		CHECK(publishes == before + 1);
+	}
 	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "x", 0);
 	CHECK(batch() == DLS_DONE);
 	CHECK(status_of(0) == DLOCK_STATUS_GRANTED);
