@@ -40,6 +40,9 @@ class DLockTest {
         if (db.equals("postgresql")) {
             return pg(Integer.parseInt(System.getenv("DLOCK_TEST_PG_PORT")));
         }
+        if (db.equals("bouncer")) {
+            return pg(Integer.parseInt(System.getenv("DLOCK_TEST_BOUNCER_PORT")));
+        }
         return new MariaDbDataSource("jdbc:mariadb://127.0.0.1:" + System.getenv("DLOCK_TEST_MY_PORT")
             + "/?user=dlock_test&password=dlock_test");
     }
