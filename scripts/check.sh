@@ -101,6 +101,10 @@ cat "$DIR/torture.log"; record_from fuzz "$DIR/torture.log" 0; record_from tortu
 grep -qE '^(fuzz|torture|torture-ha): [0-9]+ passed, [1-9][0-9]* failed' "$DIR/torture.log" && rc=0
 record_from torture-ha "$DIR/torture.log" $rc
 
+section "make run / make stop: the demo on its socket and 127.0.0.1; another's directory, server or port refused and left untouched"
+scripts/test_demo.sh > "$DIR/demo.log" 2>&1; rc=$?
+cat "$DIR/demo.log"; record_from demo "$DIR/demo.log" $rc
+
 section "set-up errors"
 regress/setup/run.sh > "$DIR/setup.log" 2>&1; rc=$?
 cat "$DIR/setup.log"; record_from setup "$DIR/setup.log" $rc

@@ -49,11 +49,32 @@ class Postgres:
             return ("SELECT dlock_renew(%s, " + iv + ", %s)", (a["name"], a["ttl"], a["owner"]))
         if op == "leader":
             return "SELECT value, token FROM dlock_leader(%s)", (a["name"],)
+        if op == "notify_key":
+            return "SELECT dlock_notify_key(%s)", (a["name"],)
         return common_sql(op, a)
 
+    @staticmethod
+    def _code(exc):
+        return getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+
     def is_lost(self, exc):
-        code = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
-        return code == LOST_SQLSTATE
+        return self._code(exc) == LOST_SQLSTATE
+
+    def diagnose(self, exc):
+        """(kind, SQLSTATE, hint) of a driver's error: kind "permission",
+        "missing" or None."""
+        code, text = self._code(exc), str(exc)
+        if code == "42501" and "permission denied for function" in text:
+            return ("permission", code,
+                    "this role lacks dlock_user: GRANT dlock_user TO <this role> "
+                    "(nothing of dlock is granted to PUBLIC)")
+        if code == "42883" and "dlock_" in text:
+            return ("missing", code,
+                    "dlock's functions are not in this database: connect to the database "
+                    "named by the server's dlock.database setting (SHOW dlock.database), "
+                    "where CREATE EXTENSION dlock was run, or run CREATE EXTENSION dlock "
+                    "there if it is missing")
+        return None, code, None
 
     def is_server_error(self, exc):
         """An error the server answered (the connection is still good)."""
@@ -93,6 +114,19 @@ class MySQL:
         args = getattr(exc, "args", ())
         return args[0] if args and isinstance(args[0], int) else None
 
+    def diagnose(self, exc):
+        """(kind, errno, hint) of a driver's error, as Postgres.diagnose."""
+        errno, text = self._errno(exc), str(exc)
+        if errno == 1370 and "dlock_user" in text:
+            return ("permission", errno,
+                    "this account lacks the role dlock_user: GRANT dlock_user TO "
+                    "'app'@'%'; SET DEFAULT ROLE dlock_user FOR 'app'@'%'")
+        if errno == 1305 and "dlock_" in text:
+            return ("missing", errno,
+                    "the dlock plugin is not installed on this server: run "
+                    "scripts/mysql_install.sh (docs/mariadb.md, Installing)")
+        return None, errno, None
+
     def is_lost(self, exc):
         args = getattr(exc, "args", ())
         return self._errno(exc) == 1105 and len(args) > 1 and "[" + LOST_SQLSTATE + "]" in str(args[1])
@@ -116,6 +150,37 @@ def dialect_of(conn):
         return MYSQL
     raise TypeError("dlock: unknown connection type %s.%s (psycopg, psycopg2, MySQLdb "
                     "and PyMySQL are known)" % (mod, type(conn).__name__))
+
+
+_DRIVER_MODULES = ("psycopg", "MySQLdb", "pymysql", "_mysql")
+
+
+def is_driver_error(exc):
+    """An error raised by one of the database drivers (psycopg_pool's too)."""
+    return type(exc).__module__.startswith(_DRIVER_MODULES)
+
+
+def diagnose(exc):
+    """(kind, code, hint) of a driver's error, by the driver it came from."""
+    mod = type(exc).__module__
+    if mod.startswith("psycopg"):
+        return POSTGRES.diagnose(exc)
+    if mod.startswith(("MySQLdb", "pymysql", "_mysql")):
+        return MYSQL.diagnose(exc)
+    return None, None, None
+
+
+def direct_to_server(conn):
+    """Whether a PostgreSQL connection reaches the server itself, not a
+    pooler: the port it connected to is the server's own `port` setting
+    (pgbouncer listens on another).  LISTEN is kept only then."""
+    cur = conn.cursor()
+    try:
+        cur.execute("SELECT current_setting('port')")
+        server_port = cur.fetchone()[0]
+    finally:
+        cur.close()
+    return str(conn.info.port) == str(server_port)
 
 
 def thread_safe(conn):
