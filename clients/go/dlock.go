@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: PostgreSQL
 
 // Package dlock is the Go client of dlock: fair, leased, named distributed
-// locks in plain SQL, on PostgreSQL (the dlock extension) and MariaDB (the
-// dlock UDF plugin), over a *sql.DB pool.
+// locks, counting semaphores (NewSemaphore) and leader elections
+// (NewElection) in plain SQL, on PostgreSQL (the dlock extension) and
+// MariaDB (the dlock plugin), over a *sql.DB pool. Module
+// github.com/dlock/dlock/clients/go; every error is a *LockError naming
+// the lock.
 //
 //	l, err := dlock.Acquire(ctx, db, "orders/42", dlock.TTL(30*time.Second))
 //	if err != nil { ... }
@@ -63,6 +66,7 @@ type options struct {
 	onLost     func()
 	owner      string
 	poll       time.Duration
+	pqListener interface{}
 }
 
 func parseOptions(op, name string, opts []Option) (options, error) {
@@ -151,6 +155,23 @@ func PollInterval(d time.Duration) Option {
 	}
 }
 
+// PQListener makes Election.Observe wait for notifications through l, a
+// *pq.Listener of lib/pq (pq.NewListener(dsn, …) on a direct connection,
+// not through pgbouncer): lib/pq delivers notifications only to its
+// Listener, which needs the connection string that a *sql.DB does not
+// tell. Observe listens on dlock_leader with it and unlistens at the end;
+// give each Observe a Listener of its own.
+func PQListener(l interface{}) Option {
+	return func(o *options) error {
+		v := reflect.ValueOf(l)
+		if !v.IsValid() || !v.MethodByName("Listen").IsValid() || !v.MethodByName("NotificationChannel").IsValid() {
+			return fmt.Errorf("PQListener wants a *pq.Listener, got %T", l)
+		}
+		o.pqListener = l
+		return nil
+	}
+}
+
 // NewOwnerKey returns a fresh owner key: 128 bits from crypto/rand in hex.
 func NewOwnerKey() (string, error) {
 	var b [16]byte
@@ -168,9 +189,8 @@ type Lock struct {
 	owner string
 	ttl   time.Duration
 	token int64
-	op    string // what was asked: "acquire", "semaphore", "campaign" (errors say it)
 
-	permits int    // a semaphore's permits held (0 for a lock)
+	permits int // a semaphore's permits held (0 for a lock)
 
 	lost      chan struct{}
 	ctx       context.Context
@@ -278,7 +298,7 @@ func grant(ctx context.Context, db *sql.DB, name, op string, o options, wait wai
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	l := &Lock{db: db, d: d, name: name, owner: o.owner, ttl: o.ttl, onLost: o.onLost, op: op}
+	l := &Lock{db: db, d: d, name: name, owner: o.owner, ttl: o.ttl, onLost: o.onLost}
 
 	start := time.Now()
 	var sent time.Time // monotonic time just before the granting call was sent

@@ -285,7 +285,7 @@ func observeModeOf(name string) string {
 }
 
 // campaign, observe, proclaim, resign hands over
-func testElection(t *testing.T, b backend, db, admin *sql.DB, mode string) {
+func testElection(t *testing.T, b backend, db, admin *sql.DB, mode string, opts ...Option) {
 	ctx := bg(t)
 	name := lockName(t)
 	// polling every 20 s: a change seen within 2 s was seen by LISTEN
@@ -294,7 +294,7 @@ func testElection(t *testing.T, b backend, db, admin *sql.DB, mode string) {
 		poll = 20 * time.Second
 	}
 	const bound = 2 * time.Second
-	ea, err := NewElection(db, name, TTL(10*time.Second), PollInterval(poll))
+	ea, err := NewElection(db, name, append([]Option{TTL(10 * time.Second), PollInterval(poll)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v4/stdlib"
-	_ "github.com/lib/pq"
+	"github.com/lib/pq"
 )
 
 type backend struct {
@@ -158,6 +158,14 @@ func runSuite(t *testing.T, which string) {
 	t.Run("semaphore_lost", func(t *testing.T) { testSemaphoreLost(t, b, db, admin) })
 	t.Run("election", func(t *testing.T) { testElection(t, b, db, admin, wantObserve[which]) })
 	t.Run("election_lost", func(t *testing.T) { testElectionLost(t, b, db, admin) })
+	if which == "pq" {
+		// lib/pq listens only through a pq.Listener of its own
+		t.Run("election_pq_listener", func(t *testing.T) {
+			l := pq.NewListener(b.dsn, 100*time.Millisecond, time.Second, nil)
+			defer l.Close()
+			testElection(t, b, db, admin, "listen", PQListener(l))
+		})
+	}
 	t.Run("errors_name_the_lock", func(t *testing.T) { testErrors(t, b, db) })
 	t.Run("error_hints", func(t *testing.T) { testHints(t, b, admin) })
 }

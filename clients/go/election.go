@@ -31,6 +31,7 @@ type Election struct {
 	name string
 	opts []Option
 	poll time.Duration
+	pql  interface{} // a *pq.Listener (PQListener)
 }
 
 // NewElection returns the election name. The options (TTL, Timeout, Owner,
@@ -48,7 +49,7 @@ func NewElection(db *sql.DB, name string, opts ...Option) (*Election, error) {
 	if err != nil {
 		return nil, wrapErr("campaign", name, err)
 	}
-	return &Election{db: db, d: d, name: name, opts: opts, poll: o.poll}, nil
+	return &Election{db: db, d: d, name: name, opts: opts, poll: o.poll, pql: o.pqListener}, nil
 }
 
 // Name is the election's name.
@@ -189,13 +190,17 @@ const listenRecheck = 10 * time.Second
 // whose sender is the lock manager). Through lib/pq (whose notifications
 // need its own Listener), through pgbouncer (transaction pooling loses a
 // LISTEN) and on MariaDB (no notifications) it polls dlock_leader every
-// PollInterval. Errors of the server are retried at that pace.
+// PollInterval; through lib/pq with the PQListener option it waits on that
+// Listener. Errors of the server are retried at that pace.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	ch := make(chan Leader)
 	go func() {
 		defer close(ch)
 		o := observer{e: e, ctx: ctx, ch: ch}
-		if e.d == postgres && isPgx(e.db) && o.listen() {
+		if e.d == postgres && e.pql != nil && o.listenPQ() {
+			return
+		}
+		if e.d == postgres && e.pql == nil && isPgx(e.db) && o.listen() {
 			return
 		}
 		o.poll()
@@ -381,4 +386,50 @@ func call1(m reflect.Value) (reflect.Value, bool) {
 		return reflect.Value{}, false
 	}
 	return m.Call(nil)[0], true
+}
+
+// listenPQ observes through a *pq.Listener (PQListener); false when it
+// cannot (the caller polls), true when ctx is done.
+func (o *observer) listenPQ() bool {
+	l := reflect.ValueOf(o.e.pql)
+	var key string
+	var mgr sql.NullInt64
+	if err := o.e.db.QueryRowContext(o.ctx,
+		`SELECT dlock_notify_key($1), dlock_manager_pid()`, o.e.name).Scan(&key, &mgr); err != nil {
+		return o.ctx.Err() != nil
+	}
+	out := l.MethodByName("Listen").Call([]reflect.Value{reflect.ValueOf("dlock_leader")})
+	if e, _ := out[0].Interface().(error); e != nil {
+		return o.ctx.Err() != nil
+	}
+	defer l.MethodByName("Unlisten").Call([]reflect.Value{reflect.ValueOf("dlock_leader")})
+	ch := l.MethodByName("NotificationChannel").Call(nil)[0]
+	observeMode(o.e, "listen")
+	if !o.check() {
+		return true
+	}
+	for {
+		timer := time.NewTimer(listenRecheck)
+		chosen, n, ok := reflect.Select([]reflect.SelectCase{
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(o.ctx.Done())},
+			{Dir: reflect.SelectRecv, Chan: ch},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		})
+		timer.Stop()
+		switch {
+		case chosen == 0:
+			return true
+		case chosen == 1 && !ok:
+			return o.ctx.Err() != nil // the Listener was closed: poll
+		case chosen == 1 && !n.IsNil():
+			// nil: the Listener reconnected (and may have missed some): look
+			if v := n.Elem(); v.FieldByName("Extra").String() != key ||
+				(mgr.Valid && v.FieldByName("BePid").Int() != mgr.Int64) {
+				continue // another election's, or not from the lock manager
+			}
+		}
+		if !o.check() {
+			return true
+		}
+	}
 }
