@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: PostgreSQL
 
 // Package dlock is the Go client of dlock: fair, leased, named distributed
-// locks in plain SQL, on PostgreSQL (the dlock extension) and MariaDB (the
-// dlock UDF plugin), over a *sql.DB pool.
+// locks, counting semaphores (NewSemaphore) and leader elections
+// (NewElection) in plain SQL, on PostgreSQL (the dlock extension) and
+// MariaDB (the dlock plugin), over a *sql.DB pool. Module
+// github.com/dlock/dlock/clients/go; every error is a *LockError naming
+// the lock.
 //
 //	l, err := dlock.Acquire(ctx, db, "orders/42", dlock.TTL(30*time.Second))
 //	if err != nil { ... }
@@ -35,19 +38,13 @@ import (
 	"time"
 )
 
-var (
-	// ErrTimeout: the lock was not granted within the Timeout option.
-	ErrTimeout = errors.New("dlock: timeout: lock not granted")
-	// ErrLost: Release of a lock whose lease was lost before.
-	ErrLost = errors.New("dlock: lease lost")
-)
-
 const (
 	defaultTTL    = 30 * time.Second
 	maxCall       = 500 * time.Millisecond // longest single waiting call
 	cleanupTime   = 5 * time.Second        // budget of a withdrawal / release on a fresh context
 	retryPause    = 100 * time.Millisecond // between renewals after a transient error
 	minCallWindow = 10 * time.Millisecond  // shortest server-side wait worth a call
+	defaultPoll   = 500 * time.Millisecond // Observe's polling period
 )
 
 type dialect int
@@ -65,15 +62,31 @@ type options struct {
 	timeout    time.Duration
 	hasTimeout bool
 	mode       string
+	modeSet    bool
 	onLost     func()
 	owner      string
+	poll       time.Duration
+	pqListener interface{}
+}
+
+func parseOptions(op, name string, opts []Option) (options, error) {
+	o := options{ttl: defaultTTL, mode: "exclusive", poll: defaultPoll}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return o, &LockError{Op: op, Name: name, Err: err}
+		}
+	}
+	if name == "" {
+		return o, &LockError{Op: op, Name: name, Err: errors.New("empty lock name")}
+	}
+	return o, nil
 }
 
 // TTL sets the lease (default 30 s). The lock is renewed every ttl/3.
 func TTL(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
-			return fmt.Errorf("dlock: TTL must be positive, got %v", d)
+			return fmt.Errorf("TTL must be positive, got %v", d)
 		}
 		o.ttl = d
 		return nil
@@ -86,7 +99,7 @@ func TTL(d time.Duration) Option {
 func Timeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {
-			return fmt.Errorf("dlock: Timeout must not be negative, got %v", d)
+			return fmt.Errorf("Timeout must not be negative, got %v", d)
 		}
 		o.timeout, o.hasTimeout = d, true
 		return nil
@@ -103,9 +116,9 @@ var modes = map[string]bool{
 func Mode(m string) Option {
 	return func(o *options) error {
 		if !modes[strings.ToUpper(m)] {
-			return fmt.Errorf("dlock: unknown mode %q", m)
+			return fmt.Errorf("unknown mode %q", m)
 		}
-		o.mode = m
+		o.mode, o.modeSet = m, true
 		return nil
 	}
 }
@@ -123,9 +136,38 @@ func OnLost(f func()) Option {
 func Owner(key string) Option {
 	return func(o *options) error {
 		if key == "" {
-			return errors.New("dlock: empty owner key")
+			return errors.New("empty owner key")
 		}
 		o.owner = key
+		return nil
+	}
+}
+
+// PollInterval sets how often Election.Observe asks for the leader where it
+// cannot LISTEN (MariaDB, lib/pq, pgbouncer); default 0.5 s.
+func PollInterval(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("PollInterval must be positive, got %v", d)
+		}
+		o.poll = d
+		return nil
+	}
+}
+
+// PQListener makes Election.Observe wait for notifications through l, a
+// *pq.Listener of lib/pq (pq.NewListener(dsn, …) on a direct connection,
+// not through pgbouncer): lib/pq delivers notifications only to its
+// Listener, which needs the connection string that a *sql.DB does not
+// tell. Observe listens on dlock_leader with it and unlistens at the end;
+// give each Observe a Listener of its own.
+func PQListener(l interface{}) Option {
+	return func(o *options) error {
+		v := reflect.ValueOf(l)
+		if !v.IsValid() || !v.MethodByName("Listen").IsValid() || !v.MethodByName("NotificationChannel").IsValid() {
+			return fmt.Errorf("PQListener wants a *pq.Listener, got %T", l)
+		}
+		o.pqListener = l
 		return nil
 	}
 }
@@ -148,6 +190,8 @@ type Lock struct {
 	ttl   time.Duration
 	token int64
 
+	permits int // a semaphore's permits held (0 for a lock)
+
 	lost      chan struct{}
 	ctx       context.Context
 	cancelCtx context.CancelFunc
@@ -166,6 +210,10 @@ type Lock struct {
 
 // Token is the fencing token of the grant.
 func (l *Lock) Token() int64 { return l.token }
+
+// Permits is the number of a semaphore's permits held (0 for a lock or a
+// leadership).
+func (l *Lock) Permits() int { return l.permits }
 
 // Name is the lock's name.
 func (l *Lock) Name() string { return l.name }
@@ -186,7 +234,7 @@ func detect(db *sql.DB) (dialect, error) {
 		t = t.Elem()
 	}
 	if t == nil {
-		return 0, errors.New("dlock: no driver")
+		return 0, errors.New("no driver")
 	}
 	p := t.PkgPath()
 	switch {
@@ -197,7 +245,7 @@ func detect(db *sql.DB) (dialect, error) {
 	case p == "github.com/go-sql-driver/mysql":
 		return mariadb, nil
 	}
-	return 0, fmt.Errorf("dlock: unsupported driver %s.%s (pgx stdlib, lib/pq or go-sql-driver/mysql)", p, t.Name())
+	return 0, fmt.Errorf("unsupported driver %s.%s (pgx stdlib, lib/pq or go-sql-driver/mysql)", p, t.Name())
 }
 
 // Acquire takes the lock name and returns it held, renewed in the
@@ -212,72 +260,92 @@ func detect(db *sql.DB) (dialect, error) {
 // server-side timeout instead of being cancelled by the driver, so that the
 // withdrawal that follows cannot race with it.
 func Acquire(ctx context.Context, db *sql.DB, name string, opts ...Option) (*Lock, error) {
-	o := options{ttl: defaultTTL, mode: "exclusive"}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	if name == "" {
-		return nil, errors.New("dlock: empty lock name")
-	}
-	d, err := detect(db)
+	o, err := parseOptions("acquire", name, opts)
 	if err != nil {
 		return nil, err
 	}
+	mode := o.mode
+	return grant(ctx, db, name, "acquire", o,
+		func(ctx context.Context, l *Lock, wait time.Duration) (sql.NullInt64, error) {
+			return l.acquireCall(ctx, mode, wait)
+		},
+		func(ctx context.Context, l *Lock) (sql.NullInt64, error) {
+			return l.tryAcquire(ctx, mode)
+		})
+}
+
+// waitCall asks for the grant, waiting at most wait on the server and
+// keeping the request's place in line afterwards; tryCall asks without
+// waiting. Both return the token, NULL when not granted.
+type (
+	waitCall func(ctx context.Context, l *Lock, wait time.Duration) (sql.NullInt64, error)
+	tryCall  func(ctx context.Context, l *Lock) (sql.NullInt64, error)
+)
+
+// grant is the wait (or the try) shared by locks, semaphores and campaigns,
+// and starts the renewer of the grant; every error names the lock.
+func grant(ctx context.Context, db *sql.DB, name, op string, o options, wait waitCall, try tryCall) (*Lock, error) {
+	fail := func(err error) (*Lock, error) { return nil, wrapErr(op, name, err) }
+	d, err := detect(db)
+	if err != nil {
+		return fail(err)
+	}
 	if o.owner == "" {
 		if o.owner, err = NewOwnerKey(); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	l := &Lock{db: db, d: d, name: name, owner: o.owner, ttl: o.ttl, onLost: o.onLost}
 
 	start := time.Now()
 	var sent time.Time // monotonic time just before the granting call was sent
 	if o.hasTimeout && o.timeout == 0 {
+		if try == nil {
+			return fail(errors.New("Timeout(0): this request cannot be tried without waiting; give a positive Timeout"))
+		}
 		sent = time.Now()
-		tok, err := l.tryAcquire(ctx, o.mode)
+		tok, err := try(ctx, l)
 		if err != nil {
 			if ctx.Err() != nil {
 				// the driver cancelled the call: make sure no grant stays
 				l.withdraw()
-				return nil, ctx.Err()
+				return fail(ctx.Err())
 			}
-			return nil, err
+			return fail(err)
 		}
 		if !tok.Valid {
-			return nil, ErrTimeout
+			return fail(fmt.Errorf("%w (Timeout(0): tried once, busy)", ErrTimeout))
 		}
 		l.token = tok.Int64
 	} else {
 		for {
-			wait := maxCall
+			w := maxCall
 			if o.hasTimeout {
 				left := o.timeout - time.Since(start)
 				if left < minCallWindow {
 					l.withdraw()
-					return nil, ErrTimeout
+					return fail(fmt.Errorf("%w (%v)", ErrTimeout, o.timeout))
 				}
-				if left < wait {
-					wait = left
+				if left < w {
+					w = left
 				}
 			}
 			if dl, ok := ctx.Deadline(); ok {
 				left := time.Until(dl)
 				if left < minCallWindow {
 					l.withdraw()
-					return nil, ctxErrOr(ctx, context.DeadlineExceeded)
+					return fail(ctxErrOr(ctx, context.DeadlineExceeded))
 				}
-				if left < wait {
-					wait = left
+				if left < w {
+					w = left
 				}
 			}
 			if err := ctx.Err(); err != nil {
 				l.withdraw()
-				return nil, err
+				return fail(err)
 			}
 			// A grant made while no call waited (collected by this call) runs
 			// under a lease set by the previous call, so the local deadline
@@ -286,12 +354,12 @@ func Acquire(ctx context.Context, db *sql.DB, name string, opts ...Option) (*Loc
 			prev := sent
 			sent = time.Now()
 			// not ctx: the call ends by its own server-side timeout (see above)
-			cctx, cancel := context.WithTimeout(context.Background(), wait+cleanupTime)
-			tok, err := l.acquireCall(cctx, o.mode, wait)
+			cctx, cancel := context.WithTimeout(context.Background(), w+cleanupTime)
+			tok, err := wait(cctx, l, w)
 			cancel()
 			if err != nil {
 				l.withdraw()
-				return nil, err
+				return fail(err)
 			}
 			if tok.Valid {
 				l.token = tok.Int64
@@ -304,7 +372,7 @@ func Acquire(ctx context.Context, db *sql.DB, name string, opts ...Option) (*Loc
 		if err := ctx.Err(); err != nil {
 			// granted, but the caller gave up meanwhile
 			l.withdraw()
-			return nil, err
+			return fail(err)
 		}
 	}
 
@@ -501,7 +569,7 @@ func (l *Lock) Release(ctx context.Context) error {
 			_, _ = l.releaseCall(fctx)
 			cancel()
 		}
-		return ErrLost
+		return l.lostErr()
 	}
 	if l.released {
 		l.mu.Unlock()
@@ -520,7 +588,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		cancel()
 	}
 	if err != nil {
-		return fmt.Errorf("dlock: release %q: %w", l.name, err)
+		return wrapErr("release", l.name, err)
 	}
 	l.mu.Lock()
 	l.released = true
@@ -533,18 +601,22 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.cancelCtx()
 	if !held {
 		l.closeLost()
-		return ErrLost
+		return l.lostErr()
 	}
 	return nil
 }
 
-// isLostError: a renewal answered "not held" (DL001).
+// lostErr: ErrLost, naming the lock.
+func (l *Lock) lostErr() error { return &LockError{Op: "release", Name: l.name, Err: ErrLost} }
+
+// isLostError: a renewal (or a proclaim) answered "not held" (DL001).
 func isLostError(err error) bool {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		if s, ok := e.(interface{ SQLState() string }); ok && s.SQLState() == "DL001" {
 			return true
 		}
-		if n, msg, ok := mysqlError(e); ok && n == 1105 && strings.HasSuffix(strings.TrimSpace(msg), "[DL001]") {
+		// "… [DL001]", or "… [DL001]; reason: …" after a force release
+		if n, msg, ok := mysqlError(e); ok && n == 1105 && strings.Contains(msg, "[DL001]") {
 			return true
 		}
 	}

@@ -23,7 +23,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v4/stdlib"
-	_ "github.com/lib/pq"
+	"github.com/lib/pq"
 )
 
 type backend struct {
@@ -154,7 +154,24 @@ func runSuite(t *testing.T, which string) {
 	t.Run("no_foreign_release", func(t *testing.T) { testForeign(t, b, db, admin) })
 	t.Run("local_deadline_loss", func(t *testing.T) { testDeadline(t, b, admin) })
 	t.Run("concurrent_release", func(t *testing.T) { testConcurrentRelease(t, b, db, admin) })
+	t.Run("semaphore_permits", func(t *testing.T) { testSemaphore(t, b, db, admin) })
+	t.Run("semaphore_lost", func(t *testing.T) { testSemaphoreLost(t, b, db, admin) })
+	t.Run("election", func(t *testing.T) { testElection(t, b, db, admin, wantObserve[which]) })
+	t.Run("election_lost", func(t *testing.T) { testElectionLost(t, b, db, admin) })
+	if which == "pq" {
+		// lib/pq listens only through a pq.Listener of its own
+		t.Run("election_pq_listener", func(t *testing.T) {
+			l := pq.NewListener(b.dsn, 100*time.Millisecond, time.Second, nil)
+			defer l.Close()
+			testElection(t, b, db, admin, "listen", PQListener(l))
+		})
+	}
+	t.Run("errors_name_the_lock", func(t *testing.T) { testErrors(t, b, db) })
+	t.Run("error_hints", func(t *testing.T) { testHints(t, b, admin) })
 }
+
+// how Observe must observe on each backend
+var wantObserve = map[string]string{"pgx": "listen", "pq": "poll", "mariadb": "poll", "pgx-bouncer": "poll"}
 
 func TestPgx(t *testing.T)     { runSuite(t, "pgx") }
 func TestPq(t *testing.T)      { runSuite(t, "pq") }

@@ -1,3 +1,3 @@
-module dlock
+module github.com/dlock/dlock/clients/go
 
 go 1.19
