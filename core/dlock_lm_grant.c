@@ -593,6 +593,6 @@ dlm_queued(DLockManager *m, DLmWaiter *first)
 {
 	if (first->requester >= 0)
 		m->waiting[first->requester] = first;
-	if (!refuse_deadlock(m, first))
+	if (!refuse_deadlock(m, first) && !dlm_kept_behind(m, first))
 		dlm_answer(m, first->requester, DLOCK_STATUS_QUEUED, first->ticket, 0, 0);
 }

@@ -299,6 +299,7 @@ extern DLmWaiter *dlm_kept_place_of(const DLockManager *m, const DLmOwner *o,
 									const char *const *names, int nnames, int mode,
 									int32_t permits);
 extern void dlm_resume(DLockManager *m, const DLmRequest *r, DLmWaiter *first);
+extern bool dlm_kept_behind(DLockManager *m, DLmWaiter *first);
 extern int64_t dlm_release_kept(DLockManager *m, DLmOwner *o, const DLmLock *l);
 extern void dlm_kept_insert(DLockManager *m, DLmWaiter *first);
 extern DLmWaiter *dlm_kept_first(const DLockManager *m);

@@ -9,6 +9,7 @@
  *		dlm_detach				a waiting request becomes a kept place (14.2)
  *		dlm_kept_place_of		the owner's place for these names (14.3)
  *		dlm_resume				a call takes its place back (14.3)
+ *		dlm_kept_behind			a waiting call behind another request returns (14.8)
  *		dlm_release_kept		the owner's places naming a lock leave (14.5)
  *		dlm_kept_insert, dlm_kept_first	the list by kept_until (14.6)
  */
@@ -115,7 +116,35 @@ dlm_resume(DLockManager *m, const DLmRequest *r, DLmWaiter *first)
 		first->value = copy;
 	}
 	m->waiting[r->requester] = first;
-	dlm_answer(m, r->requester, DLOCK_STATUS_QUEUED, first->ticket, 0, 0);
+	if (!dlm_kept_behind(m, first))
+		dlm_answer(m, r->requester, DLOCK_STATUS_QUEUED, first->ticket, 0, 0);
+}
+
+/*
+ * 14.8: a keep_place request that is not first in line for one of its names
+ * keeps its place at once (answered KEPT) instead of waiting: its call would
+ * only sit on a pooled connection while others go first.  True if so.
+ */
+bool
+dlm_kept_behind(DLockManager *m, DLmWaiter *first)
+{
+	int			nnamed = first->group ? first->group->nnamed : 1;
+	int			requester = first->requester;
+
+	if (!first->keep || requester < 0)
+		return false;
+	for (int i = 0; i < nnamed; i++)
+	{
+		DLmWaiter  *w = dlm_request_part(first, i);
+
+		if (dlm_list_head(&w->lock->waiters) != &w->lock_link)
+		{
+			dlm_detach(m, first, m->now);
+			dlm_answer(m, requester, DLOCK_STATUS_KEPT, first->ticket, first->kept_until, 0);
+			return true;
+		}
+	}
+	return false;
 }
 
 /*

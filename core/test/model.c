@@ -1340,7 +1340,12 @@ deadlock_check(Model *m, int r)
 	return true;
 }
 
-/* Request r has queued: answer, announce (8), check for a deadlock (7). */
+static bool kept_behind(Model *m, int q, ModelAnswer *a);
+
+/*
+ * Request r has queued: answer, announce (8), check for a deadlock (7), keep
+ * its place at once if it is behind another request (14.8).
+ */
 static void
 queued(Model *m, int r)
 {
@@ -1372,6 +1377,8 @@ queued(Model *m, int r)
 				sizeof(ModelAnswer) * (size_t) (m->nanswers - before - 1));
 		m->nanswers--;
 	}
+	else if (R->requester >= 0)
+		kept_behind(m, r, &m->answers[before]);
 }
 
 static int
@@ -1545,6 +1552,7 @@ do_semaphore(Model *m, const DLmRequest *r, int owner)
 	}
 	{
 		int			q = new_req(m);
+		ModelAnswer *a;
 		bool		held = false;
 
 		m->reqs[q]->requester = r->requester;
@@ -1564,7 +1572,9 @@ do_semaphore(Model *m, const DLmRequest *r, int owner)
 			held = held || (m->holders[i].live && m->holders[i].lock == lock);
 		if (held)
 			announce(m, lock);
-		answer(m, r->requester, DLOCK_STATUS_QUEUED)->token = m->waiters[m->reqs[q]->parts[0]].ticket;
+		a = answer(m, r->requester, DLOCK_STATUS_QUEUED);
+		a->token = m->waiters[m->reqs[q]->parts[0]].ticket;
+		kept_behind(m, q, a);
 	}
 }
 
@@ -1836,6 +1846,39 @@ keep(Model *m, int q)
 	R->requester = DLM_NOBODY;
 	R->kept_until = m->now + (R->ttl > 0 ? R->ttl : 1);
 	R->kept_seq = m->kept_seq++;
+}
+
+/*
+ * 14.8: a keep_place request with a call waiting that has another request
+ * ahead of it in the line of one of its names keeps its place at once: its
+ * QUEUED answer a becomes KEPT.
+ */
+static bool
+kept_behind(Model *m, int q, ModelAnswer *a)
+{
+	MReq	   *R = m->reqs[q];
+
+	if (!R->keep || R->requester < 0)
+		return false;
+	for (int i = 0; i < R->nnamed; i++)
+	{
+		const MWaiter *w = &m->waiters[R->parts[i]];
+
+		for (int k = 0; k < m->nwaiters; k++)
+		{
+			const MWaiter *o = &m->waiters[k];
+
+			if (o->live && o->lock == w->lock && o->holder < 0 && o->ticket < w->ticket)
+			{
+				keep(m, q);
+				a->status = DLOCK_STATUS_KEPT;
+				a->token = req_ticket(m, q);
+				a->expires_at = R->kept_until;
+				return true;
+			}
+		}
+	}
+	return false;
 }
 
 /* 14.3: owner's kept place on exactly these names in mode (earliest). */
@@ -2258,9 +2301,13 @@ model_request(Model *m, const DLmRequest *r, DLockTime now)
 			R->ttl = r->ttl_us;
 			R->keep = r->keep_place;
 			R->op = r->op;
+			ModelAnswer *a;
+
 			if (r->election)
 				strcpy(R->value, r->value);
-			answer(m, r->requester, DLOCK_STATUS_QUEUED)->token = req_ticket(m, q);
+			a = answer(m, r->requester, DLOCK_STATUS_QUEUED);
+			a->token = req_ticket(m, q);
+			kept_behind(m, q, a);
 			drain(m);
 			return;
 		}

@@ -2527,7 +2527,7 @@ test_keep_place(void)
 	acq_keep(1, "B", "x", EX, 100);
 	CHECK_ST(1, QUEUED);
 	t1 = recs[1].token;
-	acq_keep(2, "C", "x", EX, 100);
+	acq(2, "C", "x", EX, 100);	/* a call that waits behind B's */
 	CHECK_ST(2, QUEUED);
 	t2 = recs[2].token;
 	autosettle = false;
@@ -2618,24 +2618,60 @@ test_keep_place(void)
 	rel(8, "F", "x");
 	CHECK_ST(8, NOT_HELD);
 
-	/* three owners' places resumed in reverse: granted in their order */
+	/*
+	 * 14.8: a call behind another request keeps its place at once; three
+	 * owners' places resumed in reverse are granted in their order
+	 */
 	acq_keep(1, "K1", "x", EX, 1000);
+	CHECK_ST(1, QUEUED);
+	t1 = recs[1].token;
 	acq_keep(2, "K2", "x", EX, 1000);
+	CHECK_ST(2, KEPT);
+	CHECK(recs[2].token > t1 && recs[2].expires_at == NOW + 1000);
+	CHECK(dlm_waiter_of(M, 2) == NULL);
 	acq_keep(3, "K3", "x", EX, 1000);
-	withdraw((int[]) {1, 2, 3}, 3);
+	CHECK_ST(3, KEPT);
+	withdraw((int[]) {1}, 1);
+	CHECK_ST(1, KEPT);
+	CHECK_EQ(nqueue("x"), 3);
 	acq_keep(9, "K3", "x", EX, 1000);
-	CHECK_ST(9, QUEUED);
+	CHECK_ST(9, KEPT);			/* resumed behind K1 and K2: kept again */
 	acq_keep(10, "K2", "x", EX, 1000);
+	CHECK_ST(10, KEPT);
 	acq_keep(11, "K1", "x", EX, 1000);
+	CHECK_ST(11, QUEUED);		/* first in line: its call waits */
+	CHECK_EQ(recs[11].token, t1);
 	rel(2, "C", "x");
 	CHECK_ST(11, GRANTED);
-	CHECK(!ANSWERED(10) && !ANSWERED(9));
 	rel(11, "K1", "x");
-	CHECK_ST(10, GRANTED);
+	h = NH("x", "K2", 0);
+	CHECK(h && h->kept == 1);	/* granted with no call waiting */
+	acq_keep(10, "K2", "x", EX, 1000);
+	CHECK_ST(10, GRANTED);		/* collected */
+	acq_keep(9, "K3", "x", EX, 1000);
+	CHECK_ST(9, QUEUED);		/* first in line now: waits */
 	rel(10, "K2", "x");
 	CHECK_ST(9, GRANTED);
 	rel(9, "K3", "x");
 	CHECK_EQ(nholders("x"), 0);
+
+	/* 14.8 on several names: first on one, behind on the other: kept */
+	acq(0, "A", "a", EX, 1000);
+	acq(0, "A", "b", EX, 1000);
+	acq(5, "W", "b", EX, 1000);
+	CHECK_ST(5, QUEUED);
+	req_keep = true;
+	acqall(1, "B", ab, 2, EX, 100);
+	CHECK_ST(1, KEPT);
+	session_end(5, 5);
+	req_keep = true;
+	acqall(1, "B", ab, 2, EX, 100);
+	CHECK_ST(1, QUEUED);		/* resumed, first on both: waits */
+	withdraw(l1, 1);
+	CHECK_ST(1, KEPT);
+	rel(8, "B", "a");			/* release withdraws the place */
+	CHECK_EQ(nqueue("a") + nqueue("b"), 0);
+	relall(0, "A");
 
 	/* a request on several names and a path: every part kept, resumed whole */
 	acq(0, "A", "b", EX, 1000);
@@ -2864,8 +2900,7 @@ test_semaphore(void)
 	/* another number of permits is another request */
 	req_keep = true;
 	sem(6, "K5", "s", 2, 2, 100);
-	CHECK_ST(6, QUEUED);
-	withdraw((int[]) {6}, 1);
+	CHECK_ST(6, KEPT);			/* behind the first: kept at once (14.8) */
 	CHECK_EQ(nqueue("s"), 2);
 	rel(6, "K5", "s");
 	CHECK_ST(6, RELEASED);

@@ -18,7 +18,7 @@
 # user) on PGBOUNCER_PG_PORT (5566) and its own pgbouncer, as the postgres
 # user too, on a unix socket only, port PGBOUNCER_PORT (6566); stops both on
 # exit, also on failure.  Arguments are passed to bouncer.py (e.g.
-# --timeout-ms 100 for a run of half the time, --clients, --rounds).
+# --timeout-ms 100, --clients, --rounds).
 # Prints "ok   ..." / "FAIL ..." per check and last
 # "pgbouncer: N passed, M failed"; exits non-zero on any failure.
 set -u
