@@ -44,7 +44,12 @@ const (
 	cleanupTime   = 5 * time.Second        // budget of a withdrawal / release on a fresh context
 	retryPause    = 100 * time.Millisecond // between renewals after a transient error
 	minCallWindow = 10 * time.Millisecond  // shortest server-side wait worth a call
-	defaultPoll   = 500 * time.Millisecond // Observe's polling period
+	// the pause after a call that returned at once, behind another request:
+	// doubling from pauseMin, at most pauseMax (which bounds how long a grant
+	// made between two calls waits for its collecting call)
+	pauseMin    = 10 * time.Millisecond
+	pauseMax    = 100 * time.Millisecond
+	defaultPoll = 500 * time.Millisecond // Observe's polling period
 )
 
 type dialect int
@@ -321,6 +326,7 @@ func grant(ctx context.Context, db *sql.DB, name, op string, o options, wait wai
 		}
 		l.token = tok.Int64
 	} else {
+		var pause time.Duration
 		for {
 			w := maxCall
 			if o.hasTimeout {
@@ -367,6 +373,20 @@ func grant(ctx context.Context, db *sql.DB, name, op string, o options, wait wai
 					sent = prev
 				}
 				break
+			}
+			// a call behind another request returns at once, its place kept
+			// (the server waits only for the first in line): pause before the
+			// next one, longer while it stays behind
+			if time.Since(sent) < w/2 {
+				pause = nextPause(pause)
+				t := time.NewTimer(jitter(pause))
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
+			} else {
+				pause = 0
 			}
 		}
 		if err := ctx.Err(); err != nil {
@@ -640,4 +660,23 @@ func mysqlError(e error) (uint16, string, bool) {
 		return 0, "", false
 	}
 	return uint16(num.Uint()), msg.String(), true
+}
+
+// nextPause doubles the pause between calls behind another request, from
+// pauseMin to pauseMax.
+func nextPause(p time.Duration) time.Duration {
+	if p == 0 {
+		return pauseMin
+	}
+	if p *= 2; p > pauseMax {
+		p = pauseMax
+	}
+	return p
+}
+
+// jitter draws from the upper half of p, so that waiters do not call in step.
+func jitter(p time.Duration) time.Duration {
+	var b [1]byte
+	_, _ = rand.Read(b[:])
+	return p/2 + p/2*time.Duration(b[0])/255
 }

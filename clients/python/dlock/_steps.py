@@ -7,7 +7,14 @@ asyncio drivers carry them out.  So the rules of waiting, renewing and
 losing a lease exist in one place.
 """
 
+import random
 import time
+
+# the pause after a call that returned at once, behind another request:
+# doubling from PAUSE_MIN, at most PAUSE_MAX (which bounds how long a grant
+# made between two calls waits for its collecting call)
+PAUSE_MIN = 0.01
+PAUSE_MAX = 0.1
 
 
 class Call:
@@ -63,6 +70,7 @@ def acquire_steps(spec):
     # a kept place granted between two calls started its lease after the
     # earlier call was sent: count from there, never from a later moment
     lease_from = None
+    pause = 0.0
     try:
         while True:
             left = None if end is None else end - time.monotonic()
@@ -76,6 +84,16 @@ def acquire_steps(spec):
             if token is not None:
                 return int(token), sent_at if lease_from is None else lease_from
             lease_from = sent_at
+            # a call behind another request returns at once, its place kept
+            # (the server waits only for the first in line): pause before the
+            # next one, longer while it stays behind
+            if time.monotonic() - sent_at < args["timeout"] / 2:
+                pause = min(PAUSE_MAX, 2 * pause) if pause else PAUSE_MIN
+                left = None if end is None else end - time.monotonic()
+                nap = pause * random.uniform(0.5, 1.0)
+                yield Sleep(nap if left is None else max(0.0, min(nap, left)))
+            else:
+                pause = 0.0
     except BaseException:
         yield from withdraw_steps(spec)
         raise

@@ -8,7 +8,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
 
 /**
@@ -32,6 +34,13 @@ final class Lease {
     volatile String ownerGiven;
     volatile Duration poll = Duration.ofMillis(500);
     final Duration callLimit = Duration.ofSeconds(10);
+    /*
+     * The pause after a call that returned at once, behind another request:
+     * doubling from PAUSE_MIN, at most PAUSE_MAX (which bounds how long a
+     * grant made between two calls waits for its collecting call).
+     */
+    static final long PAUSE_MIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    static final long PAUSE_MAX_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
     private String owner;
     private long token;
@@ -126,6 +135,7 @@ final class Lease {
                 // the earlier call was sent: count from there
                 long leaseFrom = 0;
                 boolean haveLeaseFrom = false;
+                long pauseNanos = 0;
                 Long t;
                 while (true) {
                     if (interruptible && Thread.interrupted()) {
@@ -149,6 +159,16 @@ final class Lease {
                     }
                     leaseFrom = sent;
                     haveLeaseFrom = true;
+                    // a call behind another request returns at once, its place
+                    // kept (the server waits only for the first in line): pause
+                    // before the next one, longer while it stays behind
+                    if (System.nanoTime() - sent < slice / 2) {
+                        pauseNanos = pauseNanos == 0 ? PAUSE_MIN_NANOS : Math.min(PAUSE_MAX_NANOS, 2 * pauseNanos);
+                        long nap = pauseNanos / 2 + ThreadLocalRandom.current().nextLong(pauseNanos / 2 + 1);
+                        nap(Math.min(nap, Math.max(0, end - System.nanoTime())));
+                    } else {
+                        pauseNanos = 0;
+                    }
                 }
                 got = t;
             }
@@ -169,6 +189,19 @@ final class Lease {
             renewer.start();
         }
         return true;
+    }
+
+    /** Sleeps about nanos; an interrupt does not end it and stays set (the wait's loop sees it). */
+    private static void nap(long nanos) {
+        long until = System.nanoTime() + nanos;
+        boolean interrupted = false;
+        for (long left = nanos; left > 0; left = until - System.nanoTime()) {
+            LockSupport.parkNanos(left);
+            interrupted |= Thread.interrupted();
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /**
