@@ -65,11 +65,13 @@ for db in postgresql mariadb; do
         sql() { psql -X -qAt -h "$DLOCK_TEST_PG_HOST" -p "$DLOCK_TEST_PG_PORT" -U postgres -d postgres -c "$1" 2>&1; }
         hold_sql() { sql "SELECT dlock_acquire('$1', ttl => '60 s', owner => '$2')"; }
         campaign_sql="SELECT dlock_campaign('el', 'host-a:1', ttl => '30 s', owner => 'somekey')"
+        force_sql() { sql "SELECT dlock_force_release('$1', '$2', reason => 'test')"; }
     else
         CONN=(--mysql "socket='$DLOCK_TEST_MY_SOCKET' user=root")
         sql() { mariadb -S "$DLOCK_TEST_MY_SOCKET" -u root -NB -e "$1" 2>&1; }
         hold_sql() { sql "SELECT dlock_acquire('$1', NULL, 60, 'exclusive', '$2')"; }
         campaign_sql="SELECT dlock_campaign('el', 'host-a:1', NULL, 30, 'somekey')"
+        force_sql() { sql "SELECT dlock_force_release('$1', '$2', 'test')"; }
     fi
     rows() { sql "SELECT COUNT(*) FROM dlock.locks WHERE name = '$1'"; }
     run() { "$DLOCK" run "${CONN[@]}" "$@"; }
@@ -271,6 +273,38 @@ for db in postgresql mariadb; do
     wait "$pid"; rc=$?
     check "$db: connections killed twice while the command runs: it completes, exit 0" test "$rc" = 0
     check "$db: ... and the lock is released after it" test "$(rows o8)" = 0
+
+    # 9. the whole job: the command runs in a process group of its own, and
+    # every stop reaches the group, helpers started in the background too
+    run --ttl 3s --grace 1s grand -- sh -c '
+        sleep 47 & echo $! > "$1.gc"; echo "$DLOCK_OWNER" > "$1"; wait' sh "$W/grand" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/grand"; then
+        gc=$(cat "$W/grand.gc")
+        force_sql grand "$(cat "$W/grand")" > /dev/null
+        wait "$pid"; rc=$?
+        check "$db: force release: exit $rc (70), the grandchild 'sleep 47' (pid $gc) is gone" \
+            eval 'test "$rc" = 70 && ! kill -0 "$gc" 2>/dev/null'
+    else
+        kill "$pid"; wait "$pid"; fail "$db: grandchild: the command never started"
+    fi
+    # a grandchild that ignores SIGTERM gets SIGKILL after --grace
+    "$DLOCK" run "${CONN[@]}" --grace 1s grand2 -- sh -c '
+        sh -c "trap \"\" TERM; echo \$\$ > \"\$1.gc\"; exec sleep 48" sh "$1" & wait' sh "$W/grand2" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/grand2.gc"; then
+        gc=$(cat "$W/grand2.gc")
+        kill -TERM "$pid"; wait "$pid"; rc=$?
+        check "$db: SIGTERM to dlock: exit $rc (143), the grandchild (ignoring SIGTERM) is killed after --grace" \
+            eval 'test "$rc" = 143 && ! kill -0 "$gc" 2>/dev/null && test "$(rows grand2)" = 0'
+    else
+        kill "$pid"; wait "$pid"; fail "$db: SIGTERM to dlock: the command never started"
+    fi
+    # helpers the command leaves behind are stopped before the lock goes
+    run --grace 1s grand3 -- sh -c 'sleep 49 > /dev/null 2>&1 & echo $! > "$1.gc"' sh "$W/grand3" 2>> "$W/log"; rc=$?
+    gc=$(cat "$W/grand3.gc" 2>/dev/null || echo 0)
+    check "$db: a helper left running by the command is stopped at exit (exit $rc), the lock released" \
+        eval 'test "$rc" = 0 && test "$gc" != 0 && ! kill -0 "$gc" 2>/dev/null && test "$(rows grand3)" = 0'
 done
 
 # through pgbouncer in transaction mode: owner keys need no session
