@@ -28,6 +28,7 @@ typedef struct MyDb
 	DbTarget	target;
 	char	   *dsn;			/* copy for target.dsn */
 	char		err[1024];
+	unsigned int errnum;		/* of err */
 } MyDb;
 
 typedef struct MyDsn
@@ -171,6 +172,51 @@ static void
 set_err(MyDb *d, unsigned int no, const char *msg)
 {
 	snprintf(d->err, sizeof(d->err), "%s (%u)", msg, no);
+	d->errnum = no;
+}
+
+/*
+ * my_hint
+ *		Missing rights: the role to grant (to the account as CURRENT_USER()
+ *		names it).  A missing function, table or schema: the plugin is not
+ *		installed on this server.
+ */
+static void
+my_hint(Db *db, char *buf, size_t len)
+{
+	MyDb	   *d = (MyDb *) db;
+
+	buf[0] = '\0';
+	if (d->errnum == 1370 || d->errnum == 1142 || d->errnum == 1143)
+	{
+		char		acct[300] = "";
+		MYSQL_RES  *res;
+		MYSQL_ROW	row;
+		char	   *at;
+
+		if (mysql_query(d->conn, "SELECT CURRENT_USER()") == 0 &&
+			(res = mysql_store_result(d->conn)) != NULL)
+		{
+			if ((row = mysql_fetch_row(res)) != NULL && row[0])
+				snprintf(acct, sizeof(acct), "%s", row[0]);
+			mysql_free_result(res);
+		}
+		if ((at = strrchr(acct, '@')) != NULL)
+		{
+			*at = '\0';
+			snprintf(buf, len, "the account needs the role dlock_user: GRANT dlock_user TO"
+					 " '%s'@'%s'; SET DEFAULT ROLE dlock_user FOR '%s'@'%s'",
+					 acct, at + 1, acct, at + 1);
+		}
+		else
+			snprintf(buf, len, "the account needs the role dlock_user: GRANT dlock_user"
+					 " TO the account; SET DEFAULT ROLE dlock_user FOR it");
+	}
+	else if (d->errnum == 1305 || d->errnum == 1146 || d->errnum == 1049 ||
+			 d->errnum == 1123)
+		snprintf(buf, len, "the dlock plugin is not installed on this server (or not loaded):"
+				 " install it with sql/mysql/install.sql (dlock-mysql-install from the"
+				 " mariadb-plugin-dlock package)");
 }
 
 static MYSQL *
@@ -522,6 +568,7 @@ const DbOps db_my_ops = {
 	.connect = my_connect,
 	.close = my_close,
 	.error = my_error,
+	.hint = my_hint,
 	.acquire = my_acquire,
 	.try_acquire = my_try_acquire,
 	.renew = my_renew,

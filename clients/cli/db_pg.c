@@ -21,6 +21,7 @@ typedef struct PgDb
 	Db			base;
 	PGconn	   *conn;
 	char		err[1024];
+	char		state[6];		/* SQLSTATE of err, "" if none */
 } PgDb;
 
 static void
@@ -37,6 +38,7 @@ set_err(PgDb *d, const char *msg)
 	size_t		n;
 
 	snprintf(d->err, sizeof(d->err), "%s", msg ? msg : "unknown error");
+	d->state[0] = '\0';
 	/* libpq's later lines guess at causes; the first says what happened */
 	n = strcspn(d->err, "\n");
 	d->err[n] = '\0';
@@ -113,6 +115,53 @@ pg_error(Db *db)
 }
 
 /*
+ * pg_hint
+ *		Missing rights: the role to grant.  A missing function or relation:
+ *		the extension is not in this database (it lives in the one
+ *		dlock.database names), is older than this command, or the library
+ *		is not loaded at all.  Asks the server with statements of its own,
+ *		so err stays the failed call's.
+ */
+static void
+pg_hint(Db *db, char *buf, size_t len)
+{
+	PgDb	   *d = (PgDb *) db;
+	const char *here = PQdb(d->conn);
+	PGresult   *r;
+
+	buf[0] = '\0';
+	if (strcmp(d->state, "42501") == 0)
+		snprintf(buf, len, "the role needs dlock_user: GRANT dlock_user TO \"%s\"",
+				 PQuser(d->conn));
+	else if (strcmp(d->state, "42883") == 0 || strcmp(d->state, "42P01") == 0 ||
+			 strcmp(d->state, "3F000") == 0)
+	{
+		r = PQexec(d->conn,
+				   "SELECT current_setting('dlock.database', true),"
+				   " (SELECT extversion FROM pg_extension WHERE extname = 'dlock')");
+		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+			snprintf(buf, len, "is the dlock extension installed in database \"%s\"?", here);
+		else if (!PQgetisnull(r, 0, 1))
+			snprintf(buf, len, "the dlock extension in database \"%s\" is version %s;"
+					 " this command needs %s: ALTER EXTENSION dlock UPDATE",
+					 here, PQgetvalue(r, 0, 1), DLOCK_VERSION);
+		else if (PQgetisnull(r, 0, 0) || PQgetvalue(r, 0, 0)[0] == '\0')
+			snprintf(buf, len, "dlock is not loaded by this server: it needs"
+					 " shared_preload_libraries = 'dlock', then CREATE EXTENSION dlock"
+					 " in the database named by dlock.database");
+		else if (strcmp(PQgetvalue(r, 0, 0), here) != 0)
+			snprintf(buf, len, "the dlock extension is not installed in database \"%s\";"
+					 " it lives in the database named by dlock.database (SHOW dlock.database"
+					 " on the server): \"%s\" (connect with dbname=%s)",
+					 here, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 0));
+		else
+			snprintf(buf, len, "the dlock extension is not installed in database \"%s\","
+					 " the one dlock.database names: CREATE EXTENSION dlock", here);
+		PQclear(r);
+	}
+}
+
+/*
  * pg_exec
  *		Runs one statement that returns at most one row; classifies the
  *		outcome.  On DB_OK *res holds the result (the caller clears it).
@@ -142,6 +191,8 @@ pg_exec(PgDb *d, const char *sql, int nparams, const char *const *params,
 	set_err(d, PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) ?
 			PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) :
 			PQresultErrorMessage(r));
+	if (state)
+		snprintf(d->state, sizeof(d->state), "%s", state);
 	PQclear(r);
 	if (state && strcmp(state, "DL001") == 0)
 		return DB_LOST;
@@ -318,6 +369,7 @@ const DbOps db_pg_ops = {
 	.connect = pg_connect,
 	.close = pg_close,
 	.error = pg_error,
+	.hint = pg_hint,
 	.acquire = pg_acquire,
 	.try_acquire = pg_try_acquire,
 	.renew = pg_renew,

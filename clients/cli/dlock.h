@@ -65,6 +65,12 @@ typedef struct DbOps
 	Db		   *(*connect) (const DbTarget *t, int timeout_s, char *err, size_t errlen);
 	void		(*close) (Db *db);
 	const char *(*error) (Db *db);
+	/*
+	 * What to do about the last error, where the fix is known ("" if not);
+	 * called right after the failing call (it may ask the server, leaving
+	 * error() as it was).
+	 */
+	void		(*hint) (Db *db, char *buf, size_t len);
 	/* one call of a wait: at most timeout seconds, the place kept after it */
 	DbStatus	(*acquire) (Db *db, const char *name, const char *mode,
 							double timeout, double ttl, const char *owner,
@@ -110,6 +116,16 @@ typedef struct RunOpts
 extern int	cmd_run(const RunOpts *o);
 
 /* util.c */
+typedef struct DbFailure
+{
+	char		err[1024];
+	char		hint[1024];
+} DbFailure;
+
+extern void db_failure(Db *db, DbFailure *f);
+extern void report_failure(const DbFailure *f, const char *fmt,...)
+			__attribute__((format(printf, 2, 3)));
+extern void report_db(Db *db, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 extern bool parse_duration(const char *s, double *out);
 extern bool new_owner_key(char out[33]);
 extern double now_mono(void);

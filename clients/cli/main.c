@@ -161,14 +161,15 @@ valid_mode(const char *m)
 	return false;
 }
 
+/* 'what' names the lock (or the prefix of ls) */
 static Db *
-connect_or_report(const DbTarget *t)
+connect_or_report(const DbTarget *t, const char *what)
 {
 	char		err[1024];
 	Db		   *db = db_ops_for(t)->connect(t, 0, err, sizeof(err));
 
 	if (db == NULL)
-		fprintf(stderr, "dlock: cannot connect: %s\n", err);
+		fprintf(stderr, "dlock: %s: cannot connect: %s\n", what, err);
 	return db;
 }
 
@@ -259,12 +260,12 @@ ls_main(int argc, char **argv)
 		return usage_error("%s", "ls: unexpected \"--\"");
 	if ((rc = pick_target(&a, &t)) != 0)
 		return rc;
-	if ((db = connect_or_report(&t)) == NULL)
+	if ((db = connect_or_report(&t, "ls")) == NULL)
 		return EXIT_UNAVAILABLE;
 	st = db->ops->list(db, a.npos ? a.pos[0] : NULL, &tab);
 	if (st != DB_OK)
 	{
-		fprintf(stderr, "dlock: ls: %s\n", db->ops->error(db));
+		report_db(db, "ls");
 		db->ops->close(db);
 		return EXIT_UNAVAILABLE;
 	}
@@ -280,6 +281,7 @@ release_main(int argc, char **argv)
 	DbTarget	t;
 	Db		   *db;
 	DbStatus	st;
+	char		what[1100];
 	int			rc;
 
 	if ((rc = parse_args(argc, argv, "|dsn|mysql|owner|", 1, &a)) != 0)
@@ -292,7 +294,8 @@ release_main(int argc, char **argv)
 		return usage_error("%s", "release: unexpected \"--\"");
 	if ((rc = pick_target(&a, &t)) != 0)
 		return rc;
-	if ((db = connect_or_report(&t)) == NULL)
+	snprintf(what, sizeof(what), "release \"%s\"", a.pos[0]);
+	if ((db = connect_or_report(&t, what)) == NULL)
 		return EXIT_UNAVAILABLE;
 	st = db->ops->release(db, a.pos[0], a.owner);
 	if (st == DB_OK)
@@ -304,7 +307,7 @@ release_main(int argc, char **argv)
 	}
 	else
 	{
-		fprintf(stderr, "dlock: release \"%s\": %s\n", a.pos[0], db->ops->error(db));
+		report_db(db, "release \"%s\"", a.pos[0]);
 		rc = EXIT_UNAVAILABLE;
 	}
 	db->ops->close(db);
@@ -319,6 +322,7 @@ leader_main(int argc, char **argv)
 	Db		   *db;
 	DbStatus	st;
 	char	   *value = NULL;
+	char		what[1100];
 	int			rc;
 
 	if ((rc = parse_args(argc, argv, "|dsn|mysql|", 1, &a)) != 0)
@@ -329,7 +333,8 @@ leader_main(int argc, char **argv)
 		return usage_error("%s", "leader: unexpected \"--\"");
 	if ((rc = pick_target(&a, &t)) != 0)
 		return rc;
-	if ((db = connect_or_report(&t)) == NULL)
+	snprintf(what, sizeof(what), "leader \"%s\"", a.pos[0]);
+	if ((db = connect_or_report(&t, what)) == NULL)
 		return EXIT_UNAVAILABLE;
 	st = db->ops->leader(db, a.pos[0], &value);
 	if (st == DB_OK)
@@ -344,7 +349,7 @@ leader_main(int argc, char **argv)
 	}
 	else
 	{
-		fprintf(stderr, "dlock: leader \"%s\": %s\n", a.pos[0], db->ops->error(db));
+		report_db(db, "leader \"%s\"", a.pos[0]);
 		rc = EXIT_UNAVAILABLE;
 	}
 	free(value);

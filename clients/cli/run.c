@@ -96,6 +96,7 @@ typedef struct AcqJob
 	atomic_bool stop;			/* main -> acquirer: a signal came, give up */
 	double		sent;			/* the lease counts from here */
 	DbStatus	st;
+	DbFailure	fail;			/* the wait's error, before the clean-up's */
 	long long	token;
 } AcqJob;
 
@@ -189,7 +190,7 @@ cmd_run(const RunOpts *o)
 	db = ops->connect(&o->target, 0, err, sizeof(err));
 	if (db == NULL)
 	{
-		warnx_("cannot connect: %s", err);
+		warnx_("lock \"%s\": cannot connect: %s", o->name, err);
 		return EXIT_UNAVAILABLE;
 	}
 
@@ -245,7 +246,7 @@ cmd_run(const RunOpts *o)
 			ops->close(db);
 			return EXIT_NOT_ACQUIRED;
 		default:
-			warnx_("acquire \"%s\": %s", o->name, ops->error(db));
+			report_failure(&job.fail, "acquire \"%s\"", o->name);
 			ops->close(db);
 			return EXIT_UNAVAILABLE;
 	}
@@ -262,7 +263,7 @@ cmd_run(const RunOpts *o)
 
 		if (st != DB_OK)
 		{
-			warnx_("renew \"%s\": %s", o->name, ops->error(db));
+			report_db(db, "renew \"%s\"", o->name);
 			if (st != DB_LOST)
 				ops->release(db, o->name, owner);
 			ops->close(db);
@@ -553,6 +554,8 @@ acquire_main(void *arg)
 		j->sent = now_mono();
 		j->st = ops->try_acquire(j->db, j->o->name, j->o->mode, j->o->ttl,
 								 j->owner, &j->token);
+		if (j->st != DB_OK && j->st != DB_NULL)
+			db_failure(j->db, &j->fail);
 		notify(j->done_fd);
 		return NULL;
 	}
@@ -594,6 +597,8 @@ acquire_main(void *arg)
 	 * Whatever ended the wait but a grant: no kept place may stay in line.
 	 * The key is ours alone, so dlock_release_all takes everything of it.
 	 */
+	if (j->st != DB_OK && j->st != DB_NULL && j->st != DB_CANCELED)
+		db_failure(j->db, &j->fail);
 	if (j->st != DB_OK)
 		(void) ops->release_all(j->db, j->owner);
 	notify(j->done_fd);

@@ -305,6 +305,50 @@ for db in postgresql mariadb; do
     gc=$(cat "$W/grand3.gc" 2>/dev/null || echo 0)
     check "$db: a helper left running by the command is stopped at exit (exit $rc), the lock released" \
         eval 'test "$rc" = 0 && test "$gc" != 0 && ! kill -0 "$gc" 2>/dev/null && test "$(rows grand3)" = 0'
+
+    # 10. errors: the first error of a call is the one told, with a hint
+    # where the fix is known, and the lock's name
+    if [ "$db" = postgresql ]; then
+        sql "CREATE ROLE nopriv LOGIN" > /dev/null
+        sql "CREATE DATABASE app" > /dev/null
+        NOPRIV=(--dsn "host='$DLOCK_TEST_PG_HOST' port=$DLOCK_TEST_PG_PORT user=nopriv dbname=postgres")
+        WRONGDB=(--dsn "host='$DLOCK_TEST_PG_HOST' port=$DLOCK_TEST_PG_PORT user=postgres dbname=app")
+        denied='permission denied for function dlock_acquire'
+        grant_hint='hint: the role needs dlock_user: GRANT dlock_user TO "nopriv"'
+    else
+        sql "CREATE USER nopriv@localhost" > /dev/null
+        NOPRIV=(--mysql "socket='$DLOCK_TEST_MY_SOCKET' user=nopriv")
+        denied='dlock_acquire: access denied for nopriv@localhost: needs the role dlock_user'
+        grant_hint="hint: the account needs the role dlock_user: GRANT dlock_user TO 'nopriv'@'localhost'; SET DEFAULT ROLE dlock_user FOR 'nopriv'@'localhost'"
+    fi
+    "$DLOCK" run "${NOPRIV[@]}" err10 -- touch "$W/ran10" 2> "$W/err10"; rc=$?
+    check "$db: a role without dlock_user: exit 69, the acquire's error (not the clean-up's) for lock \"err10\", the grant as a hint ($(tr '\n' '|' < "$W/err10"))" \
+        eval 'test "$rc" = 69 -a ! -e "$W/ran10" && grep -qF "acquire \"err10\": $denied" "$W/err10" &&
+              ! grep -q release_all "$W/err10" && grep -qxF "dlock: $grant_hint" "$W/err10"'
+    "$DLOCK" ls "${NOPRIV[@]}" 2> "$W/err10"; rc=$?
+    check "$db: ls without dlock_user: exit 69 with the grant as a hint ($(tr '\n' '|' < "$W/err10"))" \
+        eval 'test "$rc" = 69 && grep -qxF "dlock: $grant_hint" "$W/err10"'
+    if [ "$db" = postgresql ]; then
+        "$DLOCK" run "${WRONGDB[@]}" err10 -- touch "$W/ran10" 2> "$W/err10"; rc=$?
+        check "$db: a database without the extension: exit 69, dlock_acquire's error for \"err10\", the database dlock.database names as a hint ($(tr '\n' '|' < "$W/err10"))" \
+            eval 'test "$rc" = 69 -a ! -e "$W/ran10" && grep -q "acquire \"err10\": function dlock_acquire(.*) does not exist" "$W/err10" &&
+                  ! grep -q release_all "$W/err10" &&
+                  grep -qF "hint: the dlock extension is not installed in database \"app\"; it lives in the database named by dlock.database (SHOW dlock.database on the server): \"postgres\"" "$W/err10"'
+        "$DLOCK" ls "${WRONGDB[@]}" 2> "$W/err10"; rc=$?
+        check "$db: ls on a database without the extension: the same hint ($(tr '\n' '|' < "$W/err10"))" \
+            eval 'test "$rc" = 69 && grep -qF "not installed in database \"app\"; it lives in the database named by dlock.database" "$W/err10"'
+        sql "DROP DATABASE app" > /dev/null
+        sql "DROP ROLE nopriv" > /dev/null
+    else
+        # the plugin's functions not installed: one dropped for a moment
+        sql "DROP FUNCTION dlock_acquire" > /dev/null
+        run err10 -- touch "$W/ran10" 2> "$W/err10"; rc=$?
+        sql "CREATE FUNCTION dlock_acquire RETURNS INTEGER SONAME 'dlock_udf.so'" > /dev/null
+        check "$db: the plugin not installed: exit 69, the acquire's error for \"err10\", the install as a hint ($(tr '\n' '|' < "$W/err10"))" \
+            eval 'test "$rc" = 69 -a ! -e "$W/ran10" && grep -q "acquire \"err10\": FUNCTION .*dlock_acquire does not exist" "$W/err10" &&
+                  ! grep -q release_all "$W/err10" && grep -qF "hint: the dlock plugin is not installed on this server" "$W/err10"'
+        sql "DROP USER nopriv@localhost" > /dev/null
+    fi
 done
 
 # through pgbouncer in transaction mode: owner keys need no session
