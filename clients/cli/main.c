@@ -18,15 +18,47 @@
 #define DEFAULT_GRACE	10.0
 
 static const char usage_text[] =
-"usage: dlock run [--dsn DSN | --mysql DSN] [--ttl 30s] [--timeout DURATION]\n"
-"                 [--mode MODE] [--grace 10s] NAME -- COMMAND [ARG...]\n"
-"       dlock ls [--dsn DSN | --mysql DSN] [NAME-PREFIX]\n"
-"       dlock release [--dsn DSN | --mysql DSN] NAME --owner KEY\n"
-"       dlock leader [--dsn DSN | --mysql DSN] NAME\n"
+"usage: dlock run [CONNECTION] [--ttl 30s] [--timeout DURATION] [--grace 10s]\n"
+"                 [--mode MODE | --semaphore CAPACITY[:PERMITS]] NAME -- COMMAND [ARG...]\n"
+"       dlock campaign [CONNECTION] [--ttl 30s] [--timeout DURATION] [--grace 10s]\n"
+"                 NAME VALUE -- COMMAND [ARG...]\n"
+"       dlock ls [CONNECTION] [--json] [NAME-PREFIX]\n"
+"       dlock release [CONNECTION] NAME --owner KEY\n"
+"       dlock leader [CONNECTION] NAME\n"
+"       dlock --version | --help\n"
+"CONNECTION: --dsn DSN (PostgreSQL: libpq string or URI) | --mysql DSN (MariaDB:\n"
+"            key=value words: host port socket user password database option_file)\n"
 "MODE: exclusive (default), shared, NL, CR, CW, PR, PW, EX.\n"
 "DURATION: 30s, 500ms, 2m, 1h or seconds (1.5).\n"
-"Connection: --dsn (libpq; env DLOCK_DSN, else PG* variables),\n"
-"            --mysql key=value DSN for MariaDB (env DLOCK_MYSQL).\n";
+"\n"
+"run/campaign run COMMAND in a process group of its own while the lock (the\n"
+"permits, the lead) is held, renewing its lease every ttl/3; on losing it the\n"
+"group gets SIGTERM, then SIGKILL after --grace. SIGINT, SIGTERM, SIGHUP to dlock\n"
+"go to the group (SIGKILL after --grace). Only the fencing token protects the\n"
+"resource from a paused dlock: pass $DLOCK_TOKEN on (dlock_check).\n"
+"\n"
+"Environment of COMMAND:\n"
+"  DLOCK_TOKEN   the fencing token of the grant (run) or the leader's term (campaign)\n"
+"  DLOCK_NAME    NAME\n"
+"  DLOCK_OWNER   the owner key (32 hex digits) the lock is held under\n"
+"Environment read, first found wins after --dsn/--mysql:\n"
+"  DLOCK_DSN     libpq connection string (PostgreSQL)\n"
+"  DLOCK_MYSQL   MariaDB key=value DSN\n"
+"  DATABASE_URL  postgres:// or postgresql:// URL (PostgreSQL),\n"
+"                mysql:// or mariadb:// URL (MariaDB)\n"
+"  PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGSERVICE, ... (libpq defaults)\n"
+"\n"
+"Exit status:\n"
+"  0     success; run/campaign: the command's own status (128+N: killed by signal N;\n"
+"        126/127: could not be run / not found)\n"
+"  1     release: the key did not hold the lock; leader: nobody leads\n"
+"  64    usage error (nothing was locked)\n"
+"  69    cannot connect, or the server answered an error\n"
+"  70    the lease (permits, lead) was lost while the command ran\n"
+"  71    an operating-system failure (fork, signals, threads)\n"
+"  75    not acquired within --timeout (the command did not run)\n"
+"  129, 130, 143  SIGHUP, SIGINT, SIGTERM while waiting (the command did not run)\n"
+"See dlock(1).\n";
 
 typedef struct Args
 {
@@ -122,16 +154,142 @@ parse_args(int argc, char **argv, const char *allowed, int maxpos, Args *a)
 	return 0;
 }
 
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * add_word
+ *		Appends " key='value'" to a MariaDB DSN, the value percent-decoded
+ *		from url[0..len) and quoted for parse_dsn (\' and \\).
+ */
+static void
+add_word(char *out, size_t outlen, const char *key, const char *v, size_t len)
+{
+	size_t		n = strlen(out);
+
+	n += snprintf(out + n, n < outlen ? outlen - n : 0, "%s%s='", n ? " " : "", key);
+	for (size_t i = 0; i < len && n + 3 < outlen; i++)
+	{
+		char		c = v[i];
+
+		if (c == '%' && i + 2 < len && hexval(v[i + 1]) >= 0 && hexval(v[i + 2]) >= 0)
+		{
+			c = (char) (hexval(v[i + 1]) * 16 + hexval(v[i + 2]));
+			i += 2;
+		}
+		if (c == '\'' || c == '\\')
+			out[n++] = '\\';
+		out[n++] = c;
+	}
+	if (n + 1 < outlen)
+		out[n++] = '\'';
+	out[n < outlen ? n : outlen - 1] = '\0';
+}
+
+/*
+ * mysql_url_dsn
+ *		mysql://[user[:password]@][host][:port][/database][?key=value&...]
+ *		(mariadb:// too) as our key=value DSN; the query's keys are the
+ *		DSN's (socket, option_file, connect_timeout).  False if malformed.
+ */
+static bool
+mysql_url_dsn(const char *url, char *out, size_t outlen)
+{
+	const char *p = strstr(url, "://") + 3;
+	const char *end = p + strcspn(p, "/?");
+	const char *at = NULL;
+	const char *host;
+	const char *colon;
+
+	out[0] = '\0';
+	for (const char *q = p; q < end; q++)
+		if (*q == '@')
+			at = q;
+	if (at)
+	{
+		colon = memchr(p, ':', at - p);
+		add_word(out, outlen, "user", p, (colon ? colon : at) - p);
+		if (colon)
+			add_word(out, outlen, "password", colon + 1, at - colon - 1);
+		host = at + 1;
+	}
+	else
+		host = p;
+	if (*host == '[')
+	{
+		/* [::1]:3306 */
+		const char *rb = memchr(host, ']', end - host);
+
+		if (rb == NULL)
+			return false;
+		add_word(out, outlen, "host", host + 1, rb - host - 1);
+		colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+	}
+	else
+	{
+		colon = memchr(host, ':', end - host);
+		if ((colon ? colon : end) > host)
+			add_word(out, outlen, "host", host, (colon ? colon : end) - host);
+	}
+	if (colon)
+	{
+		if (colon + 1 == end || strspn(colon + 1, "0123456789") != (size_t) (end - colon - 1))
+			return false;
+		add_word(out, outlen, "port", colon + 1, end - colon - 1);
+	}
+	p = end;
+	if (*p == '/')
+	{
+		size_t		len = strcspn(p + 1, "?");
+
+		if (len > 0)
+			add_word(out, outlen, "database", p + 1, len);
+		p += 1 + len;
+	}
+	if (*p == '?')
+	{
+		p++;
+		while (*p)
+		{
+			size_t		len = strcspn(p, "&");
+			const char *eq = memchr(p, '=', len);
+			char		key[32];
+
+			if (eq == NULL || (size_t) (eq - p) >= sizeof(key))
+				return false;
+			memcpy(key, p, eq - p);
+			key[eq - p] = '\0';
+			add_word(out, outlen, key, eq + 1, len - (eq - p) - 1);
+			p += len;
+			if (*p == '&')
+				p++;
+		}
+	}
+	return true;
+}
+
 /*
  * pick_target
- *		--dsn or --mysql; else DLOCK_DSN or DLOCK_MYSQL; else libpq's own
- *		defaults (PGHOST and the rest).
+ *		--dsn or --mysql; else DLOCK_DSN or DLOCK_MYSQL; else DATABASE_URL
+ *		(its scheme picks the server); else libpq's own defaults (PGHOST and
+ *		the rest).
  */
 static int
 pick_target(const Args *a, DbTarget *t)
 {
 	const char *envpg = getenv("DLOCK_DSN");
 	const char *envmy = getenv("DLOCK_MYSQL");
+	const char *url = getenv("DATABASE_URL");
+	static char urldsn[4096];
 
 	if (a->dsn && a->mysql)
 		return usage_error("%s", "give --dsn or --mysql, not both");
@@ -143,8 +301,33 @@ pick_target(const Args *a, DbTarget *t)
 	}
 	if (envpg && envmy)
 		return usage_error("%s", "both DLOCK_DSN and DLOCK_MYSQL are set; pass --dsn or --mysql");
-	t->kind = envmy ? DB_MY : DB_PG;
-	t->dsn = envmy ? envmy : (envpg ? envpg : "");
+	if (envpg || envmy)
+	{
+		t->kind = envmy ? DB_MY : DB_PG;
+		t->dsn = envmy ? envmy : envpg;
+		return 0;
+	}
+	if (url && url[0])
+	{
+		if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
+		{
+			/* libpq takes the URI as it is */
+			t->kind = DB_PG;
+			t->dsn = url;
+			return 0;
+		}
+		if (strncmp(url, "mysql://", 8) == 0 || strncmp(url, "mariadb://", 10) == 0)
+		{
+			if (!mysql_url_dsn(url, urldsn, sizeof(urldsn)))
+				return usage_error("%s", "DATABASE_URL: a malformed mysql:// URL");
+			t->kind = DB_MY;
+			t->dsn = urldsn;
+			return 0;
+		}
+		return usage_error("%s", "DATABASE_URL is neither a postgres(ql):// nor a mysql:// or mariadb:// URL; pass --dsn or --mysql");
+	}
+	t->kind = DB_PG;
+	t->dsn = "";
 	return 0;
 }
 
@@ -369,6 +552,11 @@ main(int argc, char **argv)
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0)
 	{
 		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0)
+	{
+		printf("dlock %s\n", DLOCK_VERSION);
 		return 0;
 	}
 	if (strcmp(cmd, "run") == 0)

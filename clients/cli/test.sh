@@ -57,6 +57,28 @@ wait_for() {
 # strictly_increasing FILE: every line a larger integer than the one before
 strictly_increasing() { awk 'NR > 1 && $1 + 0 <= prev { bad = 1 } { prev = $1 + 0 } END { exit bad }' "$1"; }
 
+# --version, --help, make install (the command and its man page): no server
+ctl_version=$(sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" "$ROOT/pg_ext/dlock.control")
+check "dlock --version prints dlock.control's default_version ($("$DLOCK" --version))" \
+    test "$("$DLOCK" --version)" = "dlock $ctl_version"
+"$DLOCK" --help > "$DIR/help"
+check "dlock --help names the exit codes and the environment" \
+    eval 'for w in DLOCK_TOKEN DLOCK_NAME DLOCK_OWNER DLOCK_DSN DLOCK_MYSQL DATABASE_URL PGHOST \
+                   "^  70 " "^  75 " "^  64 " "^  69 " "^  71 " "^  1 " campaign --semaphore --json; do
+              grep -q -e "$w" "$DIR/help" || { echo "missing: $w"; exit 1; }; done'
+make -s -C "$HERE" install DESTDIR="$DIR/inst" > /dev/null 2>&1
+man1="$DIR/inst/usr/local/share/man/man1/dlock.1"
+check "make install puts dlock in bindir and dlock.1 in mandir/man1" \
+    test -x "$DIR/inst/usr/local/bin/dlock" -a -f "$man1"
+check "dlock.1: groff finds nothing to warn about, its version is dlock.control's" \
+    eval 'test -z "$(groff -man -ww -z "$man1" 2>&1)" && grep -q "^\.TH DLOCK 1 .*\"dlock $ctl_version\"" "$man1"'
+check "dlock.1 documents every option, command, exit code and variable of --help" \
+    eval 'for w in dsn mysql ttl timeout grace mode semaphore owner json version; do
+              grep -q -e "\\\\-\\\\-$w" "$man1" || { echo "man: missing --$w"; exit 1; }; done
+          for w in campaign release leader DLOCK_TOKEN DLOCK_NAME DLOCK_OWNER DATABASE_URL DLOCK_DSN DLOCK_MYSQL \
+                   "^\.B 64" "^\.B 69" "^\.B 70" "^\.B 71" "^\.B 75"; do
+              grep -q -e "$w" "$man1" || { echo "man: missing $w"; exit 1; }; done'
+
 for db in postgresql mariadb; do
     W="$DIR/work $db"           # a space in the path: everything must be quoted
     mkdir -p "$W"
@@ -349,6 +371,26 @@ for db in postgresql mariadb; do
                   ! grep -q release_all "$W/err10" && grep -qF "hint: the dlock plugin is not installed on this server" "$W/err10"'
         sql "DROP USER nopriv@localhost" > /dev/null
     fi
+
+    # 11. DATABASE_URL: after --dsn/--mysql and DLOCK_DSN/DLOCK_MYSQL,
+    # before libpq's defaults; its scheme picks the server
+    if [ "$db" = postgresql ]; then
+        urls=("postgresql://postgres@127.0.0.1:$DLOCK_TEST_PG_PORT/postgres"
+              "postgres://postgres@/postgres?host=$DLOCK_TEST_PG_HOST&port=$DLOCK_TEST_PG_PORT")
+    else
+        urls=("mysql://dlock_test:dlock%5Ftest@127.0.0.1:$DLOCK_TEST_MY_PORT/mysql"
+              "mariadb://root@localhost/?socket=$DLOCK_TEST_MY_SOCKET")
+    fi
+    for u in "${urls[@]}"; do
+        t=$(env -u PGHOST -u PGPORT DATABASE_URL="$u" "$DLOCK" run url11 -- sh -c 'echo "$DLOCK_TOKEN"' 2> "$W/err11"); rc=$?
+        check "$db: DATABASE_URL=$u: run takes the lock there (exit $rc, token $t) $(head -1 "$W/err11")" \
+            eval 'test "$rc" = 0 && test "${t:-0}" -gt 0'
+    done
+    env DATABASE_URL="mysql://nobody@127.0.0.1:1/" "$DLOCK" run "${CONN[@]}" url11 -- true; rc=$?
+    check "$db: --dsn/--mysql wins over DATABASE_URL (exit $rc)" test "$rc" = 0
+    env DATABASE_URL="sqlite:///tmp/x.db" "$DLOCK" run url11 -- true 2> "$W/err11"; rc=$?
+    check "$db: DATABASE_URL of another scheme: exit 64 ($(head -1 "$W/err11"))" \
+        eval 'test "$rc" = 64 && grep -q DATABASE_URL "$W/err11"'
 done
 
 # through pgbouncer in transaction mode: owner keys need no session
