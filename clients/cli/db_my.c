@@ -418,29 +418,86 @@ token_stmt(MyDb *d, const char *sql, MYSQL_BIND *p, long long *token)
 	return st;
 }
 
-static DbStatus
-my_acquire(Db *db, const char *name, const char *mode, double timeout,
-		   double ttl, const char *owner, long long *token)
+static void
+bind_ll(MYSQL_BIND *b, long long *v)
 {
-	MYSQL_BIND	p[5];
+	memset(b, 0, sizeof(*b));
+	b->buffer_type = MYSQL_TYPE_LONGLONG;
+	b->buffer = v;
+}
 
-	bind_str(&p[0], name);
+/*
+ * my_acquire
+ *		One call of a wait, its place kept (keep_place 1): dlock_acquire,
+ *		dlock_semaphore or dlock_campaign.
+ */
+static DbStatus
+my_acquire(Db *db, const RunOpts *o, double timeout, const char *owner,
+		   long long *token)
+{
+	MYSQL_BIND	p[6];
+	double		ttl = o->ttl;
+	long long	cap = o->capacity,
+				permits = o->permits;
+
+	bind_str(&p[0], o->name);
+	if (o->kind == RUN_SEMAPHORE)
+	{
+		bind_ll(&p[1], &cap);
+		bind_ll(&p[2], &permits);
+		bind_double(&p[3], &timeout);
+		bind_double(&p[4], &ttl);
+		bind_str(&p[5], owner);
+		return token_stmt((MyDb *) db, "SELECT dlock_semaphore(?, ?, ?, ?, ?, ?, 1)", p, token);
+	}
+	if (o->kind == RUN_CAMPAIGN)
+	{
+		bind_str(&p[1], o->value);
+		bind_double(&p[2], &timeout);
+		bind_double(&p[3], &ttl);
+		bind_str(&p[4], owner);
+		return token_stmt((MyDb *) db, "SELECT dlock_campaign(?, ?, ?, ?, ?, 1)", p, token);
+	}
 	bind_double(&p[1], &timeout);
 	bind_double(&p[2], &ttl);
-	bind_str(&p[3], mode);
+	bind_str(&p[3], o->mode);
 	bind_str(&p[4], owner);
 	return token_stmt((MyDb *) db, "SELECT dlock_acquire(?, ?, ?, ?, ?, 1)", p, token);
 }
 
+/*
+ * my_try_acquire
+ *		Never waits.  An election has no try: a campaign of 1 ms that keeps
+ *		no place.
+ */
 static DbStatus
-my_try_acquire(Db *db, const char *name, const char *mode, double ttl,
-			   const char *owner, long long *token)
+my_try_acquire(Db *db, const RunOpts *o, const char *owner, long long *token)
 {
-	MYSQL_BIND	p[4];
+	MYSQL_BIND	p[5];
+	double		ttl = o->ttl;
+	double		ms = 0.001;
+	long long	cap = o->capacity,
+				permits = o->permits;
 
-	bind_str(&p[0], name);
+	bind_str(&p[0], o->name);
+	if (o->kind == RUN_SEMAPHORE)
+	{
+		bind_ll(&p[1], &cap);
+		bind_ll(&p[2], &permits);
+		bind_double(&p[3], &ttl);
+		bind_str(&p[4], owner);
+		return token_stmt((MyDb *) db, "SELECT dlock_try_semaphore(?, ?, ?, ?, ?)", p, token);
+	}
+	if (o->kind == RUN_CAMPAIGN)
+	{
+		bind_str(&p[1], o->value);
+		bind_double(&p[2], &ms);
+		bind_double(&p[3], &ttl);
+		bind_str(&p[4], owner);
+		return token_stmt((MyDb *) db, "SELECT dlock_campaign(?, ?, ?, ?, ?)", p, token);
+	}
 	bind_double(&p[1], &ttl);
-	bind_str(&p[2], mode);
+	bind_str(&p[2], o->mode);
 	bind_str(&p[3], owner);
 	return token_stmt((MyDb *) db, "SELECT dlock_try_acquire(?, ?, ?, ?)", p, token);
 }

@@ -228,44 +228,87 @@ token_result(PgDb *d, const char *sql, int n, const char *const *p,
 	return st;
 }
 
+/*
+ * pg_acquire
+ *		One call of a wait (keep_place: the place stays in line between
+ *		calls): dlock_acquire, dlock_semaphore or dlock_campaign.
+ */
 static DbStatus
-pg_acquire(Db *db, const char *name, const char *mode, double timeout,
-		   double ttl, const char *owner, long long *token)
+pg_acquire(Db *db, const RunOpts *o, double timeout, const char *owner,
+		   long long *token)
 {
 	char		tbuf[32],
-				lbuf[32];
-	const char *p[5];
+				lbuf[32],
+				cbuf[16],
+				pbuf[16];
+	const char *p[6];
 
 	fmt_secs(tbuf, sizeof(tbuf), timeout);
-	fmt_secs(lbuf, sizeof(lbuf), ttl);
-	p[0] = name;
-	p[1] = mode;
-	p[2] = tbuf;
-	p[3] = lbuf;
-	p[4] = owner;
-	return token_result((PgDb *) db,
-						"SELECT dlock_acquire($1, mode => $2,"
-						" timeout => make_interval(secs => $3::float8),"
-						" ttl => make_interval(secs => $4::float8), owner => $5,"
+	fmt_secs(lbuf, sizeof(lbuf), o->ttl);
+	p[0] = o->name;
+	p[1] = tbuf;
+	p[2] = lbuf;
+	p[3] = owner;
+	if (o->kind == RUN_SEMAPHORE)
+	{
+		snprintf(cbuf, sizeof(cbuf), "%d", o->capacity);
+		snprintf(pbuf, sizeof(pbuf), "%d", o->permits);
+		p[4] = cbuf;
+		p[5] = pbuf;
+		return token_result((PgDb *) db,
+							"SELECT dlock_semaphore($1, $5::integer, $6::integer,"
+							" timeout => make_interval(secs => $2::float8),"
+							" ttl => make_interval(secs => $3::float8), owner => $4,"
+							" keep_place => true)",
+							6, p, token);
+	}
+	p[4] = o->kind == RUN_CAMPAIGN ? o->value : o->mode;
+	return token_result((PgDb *) db, o->kind == RUN_CAMPAIGN ?
+						"SELECT dlock_campaign($1, $5,"
+						" timeout => make_interval(secs => $2::float8),"
+						" ttl => make_interval(secs => $3::float8), owner => $4,"
+						" keep_place => true)" :
+						"SELECT dlock_acquire($1, mode => $5,"
+						" timeout => make_interval(secs => $2::float8),"
+						" ttl => make_interval(secs => $3::float8), owner => $4,"
 						" keep_place => true)",
 						5, p, token);
 }
 
+/*
+ * pg_try_acquire
+ *		Never waits.  An election has no try: a campaign of 1 ms that keeps
+ *		no place.
+ */
 static DbStatus
-pg_try_acquire(Db *db, const char *name, const char *mode, double ttl,
-			   const char *owner, long long *token)
+pg_try_acquire(Db *db, const RunOpts *o, const char *owner, long long *token)
 {
-	char		lbuf[32];
-	const char *p[4];
+	char		lbuf[32],
+				cbuf[16],
+				pbuf[16];
+	const char *p[5];
 
-	fmt_secs(lbuf, sizeof(lbuf), ttl);
-	p[0] = name;
-	p[1] = mode;
-	p[2] = lbuf;
-	p[3] = owner;
-	return token_result((PgDb *) db,
-						"SELECT dlock_try_acquire($1, mode => $2,"
-						" ttl => make_interval(secs => $3::float8), owner => $4)",
+	fmt_secs(lbuf, sizeof(lbuf), o->ttl);
+	p[0] = o->name;
+	p[1] = lbuf;
+	p[2] = owner;
+	if (o->kind == RUN_SEMAPHORE)
+	{
+		snprintf(cbuf, sizeof(cbuf), "%d", o->capacity);
+		snprintf(pbuf, sizeof(pbuf), "%d", o->permits);
+		p[3] = cbuf;
+		p[4] = pbuf;
+		return token_result((PgDb *) db,
+							"SELECT dlock_try_semaphore($1, $4::integer, $5::integer,"
+							" ttl => make_interval(secs => $2::float8), owner => $3)",
+							5, p, token);
+	}
+	p[3] = o->kind == RUN_CAMPAIGN ? o->value : o->mode;
+	return token_result((PgDb *) db, o->kind == RUN_CAMPAIGN ?
+						"SELECT dlock_campaign($1, $4, timeout => '1 ms',"
+						" ttl => make_interval(secs => $2::float8), owner => $3)" :
+						"SELECT dlock_try_acquire($1, mode => $4,"
+						" ttl => make_interval(secs => $2::float8), owner => $3)",
 						4, p, token);
 }
 

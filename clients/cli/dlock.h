@@ -58,6 +58,7 @@ typedef struct LsTable
 } LsTable;
 
 typedef struct Db Db;
+struct RunOpts;
 
 typedef struct DbOps
 {
@@ -71,12 +72,15 @@ typedef struct DbOps
 	 * error() as it was).
 	 */
 	void		(*hint) (Db *db, char *buf, size_t len);
-	/* one call of a wait: at most timeout seconds, the place kept after it */
-	DbStatus	(*acquire) (Db *db, const char *name, const char *mode,
-							double timeout, double ttl, const char *owner,
-							long long *token);
-	DbStatus	(*try_acquire) (Db *db, const char *name, const char *mode,
-								double ttl, const char *owner, long long *token);
+	/*
+	 * one call of a wait for what o asks (a lock, permits of a semaphore,
+	 * the lead of an election): at most timeout seconds, the place kept
+	 * after it; try_acquire never waits (never queues)
+	 */
+	DbStatus	(*acquire) (Db *db, const struct RunOpts *o, double timeout,
+							const char *owner, long long *token);
+	DbStatus	(*try_acquire) (Db *db, const struct RunOpts *o,
+								const char *owner, long long *token);
 	DbStatus	(*renew) (Db *db, const char *name, double ttl, const char *owner);
 	DbStatus	(*release) (Db *db, const char *name, const char *owner);
 	/* everything of the key: grants, waiting calls and kept places */
@@ -102,11 +106,22 @@ db_ops_for(const DbTarget *t)
 }
 
 /* run.c */
+typedef enum RunKind
+{
+	RUN_LOCK,					/* dlock run */
+	RUN_SEMAPHORE,				/* dlock run --semaphore */
+	RUN_CAMPAIGN				/* dlock campaign */
+} RunKind;
+
 typedef struct RunOpts
 {
 	DbTarget	target;
+	RunKind		kind;
 	const char *name;
 	const char *mode;
+	int			capacity;		/* RUN_SEMAPHORE */
+	int			permits;
+	const char *value;			/* RUN_CAMPAIGN: the leader's published value */
 	double		ttl;
 	double		timeout;		/* < 0: wait until granted */
 	double		grace;

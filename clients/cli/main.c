@@ -29,7 +29,10 @@ static const char usage_text[] =
 "CONNECTION: --dsn DSN (PostgreSQL: libpq string or URI) | --mysql DSN (MariaDB:\n"
 "            key=value words: host port socket user password database option_file)\n"
 "MODE: exclusive (default), shared, NL, CR, CW, PR, PW, EX.\n"
-"DURATION: 30s, 500ms, 2m, 1h or seconds (1.5).\n"
+"DURATION: 30s, 500ms, 2m, 1h or seconds (1.5).\n";
+
+/* --help: the usage, then what a user needs without the man page */
+static const char help_text[] =
 "\n"
 "run/campaign run COMMAND in a process group of its own while the lock (the\n"
 "permits, the lead) is held, renewing its lease every ttl/3; on losing it the\n"
@@ -69,8 +72,10 @@ typedef struct Args
 			   *timeout,
 			   *mode,
 			   *grace,
-			   *owner;
-	const char *pos[2];
+			   *owner,
+			   *semaphore;
+	bool		json;
+	const char *pos[3];
 	int			npos;
 	char	  **rest;			/* after "--" */
 } Args;
@@ -110,6 +115,7 @@ parse_args(int argc, char **argv, const char *allowed, int maxpos, Args *a)
 		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
 		{
 			fputs(usage_text, stdout);
+			fputs(help_text, stdout);
 			exit(0);
 		}
 		if (arg[0] != '-' || arg[1] == '\0')
@@ -128,6 +134,14 @@ parse_args(int argc, char **argv, const char *allowed, int maxpos, Args *a)
 		snprintf(probe, sizeof(probe), "|%s|", opt);
 		if (opt[0] == '\0' || strstr(allowed, probe) == NULL)
 			return usage_error("unknown option \"%s\"", arg);
+		if (strcmp(opt, "json") == 0)
+		{
+			/* a flag: no value */
+			if (eq)
+				return usage_error("option \"%s\" takes no value", arg);
+			a->json = true;
+			continue;
+		}
 		if (strchr(arg, '='))
 			val = strchr(arg, '=') + 1;
 		else if (i + 1 < argc)
@@ -147,6 +161,8 @@ parse_args(int argc, char **argv, const char *allowed, int maxpos, Args *a)
 			slot = &a->mode;
 		else if (strcmp(opt, "grace") == 0)
 			slot = &a->grace;
+		else if (strcmp(opt, "semaphore") == 0)
+			slot = &a->semaphore;
 		else
 			slot = &a->owner;
 		*slot = val;
@@ -356,27 +372,68 @@ connect_or_report(const DbTarget *t, const char *what)
 	return db;
 }
 
+/*
+ * parse_semaphore
+ *		"CAPACITY[:PERMITS]", 1 <= PERMITS <= CAPACITY (the server's range
+ *		too; checked here so nothing is locked for a typo).
+ */
+static bool
+parse_semaphore(const char *s, int *capacity, int *permits)
+{
+	char	   *end;
+	long		c,
+				p = 1;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	c = strtol(s, &end, 10);
+	if (*end == ':')
+	{
+		if (end[1] < '0' || end[1] > '9')
+			return false;
+		p = strtol(end + 1, &end, 10);
+	}
+	if (*end != '\0' || c < 1 || c > 1000000000 || p < 1 || p > c)
+		return false;
+	*capacity = (int) c;
+	*permits = (int) p;
+	return true;
+}
+
+/*
+ * run_main
+ *		dlock run (kind RUN_LOCK, or RUN_SEMAPHORE with --semaphore) and
+ *		dlock campaign (RUN_CAMPAIGN: NAME VALUE).
+ */
 static int
-run_main(int argc, char **argv)
+run_main(int argc, char **argv, bool campaign)
 {
 	Args		a = {0};
 	RunOpts		o = {0};
+	const char *cmd = campaign ? "campaign" : "run";
+	int			nargs = campaign ? 2 : 1;
 	int			rc;
 
-	/* room for a second word: the command of one who forgot "--" */
-	if ((rc = parse_args(argc, argv, "|dsn|mysql|ttl|timeout|mode|grace|", 2, &a)) != 0)
+	/* room for one more word: the command of one who forgot "--" */
+	if ((rc = parse_args(argc, argv, campaign ? "|dsn|mysql|ttl|timeout|grace|" :
+						 "|dsn|mysql|ttl|timeout|mode|grace|semaphore|",
+						 nargs + 1, &a)) != 0)
 		return rc;
 	if (a.npos == 0)
-		return usage_error("%s", "run: missing lock NAME");
+		return usage_error("%s: missing NAME", cmd);
+	if (campaign && a.npos == 1)
+		return usage_error("%s", "campaign: missing VALUE (what the leader publishes)");
 	if (a.rest == NULL)
-		return usage_error("%s", "run: missing \"--\" before the command");
-	if (a.npos > 1)
-		return usage_error("run: unexpected argument \"%s\" before \"--\"", a.pos[1]);
+		return usage_error("%s: missing \"--\" before the command", cmd);
+	if (a.npos > nargs)
+		return usage_error("unexpected argument \"%s\" before \"--\"", a.pos[nargs]);
 	if (a.rest[0] == NULL)
-		return usage_error("%s", "run: missing command after \"--\"");
+		return usage_error("%s: missing command after \"--\"", cmd);
 	if (a.pos[0][0] == '\0')
-		return usage_error("%s", "run: the lock name is empty");
+		return usage_error("%s: the name is empty", cmd);
+	o.kind = campaign ? RUN_CAMPAIGN : a.semaphore ? RUN_SEMAPHORE : RUN_LOCK;
 	o.name = a.pos[0];
+	o.value = campaign ? a.pos[1] : NULL;
 	o.ttl = DEFAULT_TTL;
 	o.timeout = -1;
 	o.grace = DEFAULT_GRACE;
@@ -389,6 +446,11 @@ run_main(int argc, char **argv)
 		return usage_error("invalid --grace \"%s\" (a duration: 10s, 500ms, 2m, 1h, 1.5)", a.grace);
 	if (!valid_mode(o.mode))
 		return usage_error("invalid --mode \"%s\"", o.mode);
+	if (a.semaphore && a.mode)
+		return usage_error("%s", "give --mode or --semaphore, not both");
+	if (a.semaphore && !parse_semaphore(a.semaphore, &o.capacity, &o.permits))
+		return usage_error("invalid --semaphore \"%s\" (CAPACITY or CAPACITY:PERMITS, 1 <= PERMITS <= CAPACITY)",
+						   a.semaphore);
 	if ((rc = pick_target(&a, &o.target)) != 0)
 		return rc;
 	o.argv = a.rest;
@@ -552,6 +614,7 @@ main(int argc, char **argv)
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0)
 	{
 		fputs(usage_text, stdout);
+		fputs(help_text, stdout);
 		return 0;
 	}
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0)
@@ -560,7 +623,9 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(cmd, "run") == 0)
-		return run_main(argc, argv);
+		return run_main(argc, argv, false);
+	if (strcmp(cmd, "campaign") == 0)
+		return run_main(argc, argv, true);
 	if (strcmp(cmd, "ls") == 0)
 		return ls_main(argc, argv);
 	if (strcmp(cmd, "release") == 0)

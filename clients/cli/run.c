@@ -552,8 +552,7 @@ acquire_main(void *arg)
 	if (j->o->timeout == 0)
 	{
 		j->sent = now_mono();
-		j->st = ops->try_acquire(j->db, j->o->name, j->o->mode, j->o->ttl,
-								 j->owner, &j->token);
+		j->st = ops->try_acquire(j->db, j->o, j->owner, &j->token);
 		if (j->st != DB_OK && j->st != DB_NULL)
 			db_failure(j->db, &j->fail);
 		notify(j->done_fd);
@@ -579,8 +578,7 @@ acquire_main(void *arg)
 			if (end - sent < call)
 				call = end - sent;
 		}
-		j->st = ops->acquire(j->db, j->o->name, j->o->mode, call, j->o->ttl,
-							 j->owner, &j->token);
+		j->st = ops->acquire(j->db, j->o, call, j->owner, &j->token);
 		if (j->st != DB_NULL)
 		{
 			/*

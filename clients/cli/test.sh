@@ -88,12 +88,14 @@ for db in postgresql mariadb; do
         hold_sql() { sql "SELECT dlock_acquire('$1', ttl => '60 s', owner => '$2')"; }
         campaign_sql="SELECT dlock_campaign('el', 'host-a:1', ttl => '30 s', owner => 'somekey')"
         force_sql() { sql "SELECT dlock_force_release('$1', '$2', reason => 'test')"; }
+        sem_sql() { sql "SELECT dlock_semaphore('$1', $2, $3, ttl => '60 s', owner => '$4')"; }
     else
         CONN=(--mysql "socket='$DLOCK_TEST_MY_SOCKET' user=root")
         sql() { mariadb -S "$DLOCK_TEST_MY_SOCKET" -u root -NB -e "$1" 2>&1; }
         hold_sql() { sql "SELECT dlock_acquire('$1', NULL, 60, 'exclusive', '$2')"; }
         campaign_sql="SELECT dlock_campaign('el', 'host-a:1', NULL, 30, 'somekey')"
         force_sql() { sql "SELECT dlock_force_release('$1', '$2', 'test')"; }
+        sem_sql() { sql "SELECT dlock_semaphore('$1', $2, $3, NULL, 60, '$4')"; }
     fi
     rows() { sql "SELECT COUNT(*) FROM dlock.locks WHERE name = '$1'"; }
     run() { "$DLOCK" run "${CONN[@]}" "$@"; }
@@ -391,6 +393,55 @@ for db in postgresql mariadb; do
     env DATABASE_URL="sqlite:///tmp/x.db" "$DLOCK" run url11 -- true 2> "$W/err11"; rc=$?
     check "$db: DATABASE_URL of another scheme: exit 64 ($(head -1 "$W/err11"))" \
         eval 'test "$rc" = 64 && grep -q DATABASE_URL "$W/err11"'
+
+    # 12. run --semaphore CAPACITY[:PERMITS], and campaign: the same watchdog
+    sem_sql sem12 3 1 semkey > /dev/null
+    out=$("$DLOCK" run "${CONN[@]}" --semaphore 3:2 sem12 -- sh -c '
+        echo "$DLOCK_TOKEN"; echo "$DLOCK_OWNER" > "$1"' sh "$W/sem12" 2>> "$W/log"); rc=$?
+    check "$db: run --semaphore 3:2 beside 1 held permit: runs (exit $rc, token $out)" \
+        eval 'test "$rc" = 0 && test "${out:-0}" -gt 0'
+    "$DLOCK" run "${CONN[@]}" --semaphore 3:3 --timeout 0 sem12 -- touch "$W/ran12" 2> "$W/err12"; rc=$?
+    check "$db: run --semaphore 3:3 --timeout 0 with 1 of 3 held: exit 75, not run ($(head -1 "$W/err12"))" \
+        test "$rc" = 75 -a ! -e "$W/ran12"
+    "$DLOCK" run "${CONN[@]}" --semaphore 3:2 sem12 -- sh -c '
+        echo "$DLOCK_OWNER" > "$1"; sleep 30' sh "$W/sem12b" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/sem12b"; then
+        seen=$(sql "SELECT permits, capacity FROM dlock.locks WHERE name = 'sem12' AND owner = '$(cat "$W/sem12b")'" | tr '\t|' '  ')
+        check "$db: the semaphore's holder takes 2 of capacity 3 (view: $seen)" test "$seen" = "2 3"
+        sql "SELECT dlock_release('sem12', '$(cat "$W/sem12b")')" > /dev/null
+        wait "$pid"; rc=$?
+        check "$db: run --semaphore: permits released by their key elsewhere: exit $rc (70)" test "$rc" = 70
+    else
+        kill "$pid"; wait "$pid"; fail "$db: run --semaphore: the command never started"
+    fi
+    sql "SELECT dlock_release('sem12', 'semkey')" > /dev/null
+    check "$db: nothing of the semaphore left" test "$(rows sem12)" = 0
+
+    "$DLOCK" campaign "${CONN[@]}" --ttl 3s --grace 1s el12 node-a:1 -- sh -c '
+        sleep 57 & echo $! > "$1.gc"; echo "$DLOCK_TOKEN $DLOCK_OWNER" > "$1"; wait' sh "$W/el12" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/el12"; then
+        read -r term key < "$W/el12"
+        v=$("$DLOCK" leader "${CONN[@]}" el12)
+        check "$db: campaign: leads with its value while the command runs ($v, term $term)" \
+            eval 'test "$v" = node-a:1 && test "${term:-0}" -gt 0'
+        "$DLOCK" campaign "${CONN[@]}" --timeout 1s el12 node-b:1 -- touch "$W/ran12" 2> "$W/err12"; rc=$?
+        check "$db: a second campaign --timeout 1s: exit 75, not run" test "$rc" = 75 -a ! -e "$W/ran12"
+        "$DLOCK" campaign "${CONN[@]}" --timeout 0 el12 node-b:1 -- touch "$W/ran12" 2> "$W/err12"; rc=$?
+        check "$db: a second campaign --timeout 0: exit 75 at once, not run" test "$rc" = 75 -a ! -e "$W/ran12"
+        gc=$(cat "$W/el12.gc")
+        force_sql el12 "$key" > /dev/null
+        wait "$pid"; rc=$?
+        check "$db: campaign: the lead lost (force release): exit $rc (70), the command's group gone" \
+            eval 'test "$rc" = 70 && ! kill -0 "$gc" 2>/dev/null'
+    else
+        kill "$pid"; wait "$pid"; fail "$db: campaign: the command never started"
+    fi
+    "$DLOCK" campaign "${CONN[@]}" el12 node-c:1 -- sh -c 'exit 4' 2>> "$W/log"; rc=$?
+    "$DLOCK" leader "${CONN[@]}" el12 > /dev/null 2>&1; lrc=$?
+    check "$db: campaign: the command's status comes back ($rc), it resigned (leader exits $lrc)" \
+        test "$rc" = 4 -a "$lrc" = 1
 done
 
 # through pgbouncer in transaction mode: owner keys need no session
