@@ -593,9 +593,13 @@ my_list(Db *db, const char *prefix, LsTable *out)
 	size_t		plen = prefix ? strlen(prefix) : 0;
 	int			cap = 16;
 
-	if (mysql_query(d->conn,
-					"SELECT name, mode, IF(granted, 'yes', 'no'), position, owner,"
-					" conn_id, token, expires_at FROM dlock.locks"
+	/* times as PostgreSQL's: UTC, with the zone; the connection is ours */
+	if (mysql_query(d->conn, "SET time_zone = '+00:00'") != 0 ||
+		mysql_query(d->conn,
+					"SELECT name, mode, IF(granted, 'yes', 'no'), IF(implied, 'yes', 'no'),"
+					" position, owner, conn_id, token, permits, capacity,"
+					" CONCAT(DATE_FORMAT(expires_at, '%Y-%m-%d %H:%i:%s.%f'), '+00'), value"
+					" FROM dlock.locks"
 					" ORDER BY name, granted DESC, position, token") != 0 ||
 		(res = mysql_store_result(d->conn)) == NULL)
 		return classify(d, mysql_errno(d->conn), mysql_error(d->conn));

@@ -390,7 +390,10 @@ pg_list(Db *db, const char *prefix, LsTable *out)
 	st = pg_exec((PgDb *) db,
 				 "SELECT name, mode,"
 				 " CASE WHEN granted THEN 'yes' ELSE 'no' END,"
-				 " position, owner, pid, token, expires_at"
+				 " CASE WHEN implied THEN 'yes' ELSE 'no' END,"
+				 " position, owner, pid, token, permits, capacity,"
+				 " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00',"
+				 " value"
 				 " FROM dlock.locks"
 				 " WHERE $1::text IS NULL OR starts_with(name, $1)"
 				 " ORDER BY name, granted DESC, position, token",

@@ -49,8 +49,16 @@ typedef enum DbStatus
 	DB_ERROR					/* any other error of the server */
 } DbStatus;
 
-/* Rows of dlock.locks, as text; NULL cells are NULL. */
-#define LS_COLUMNS 8
+/*
+ * Rows of dlock.locks, as text; NULL cells are NULL.  The columns, in
+ * order: name, mode, granted (yes/no), implied (yes/no), position, owner,
+ * pid or conn_id, token, permits, capacity, expires_at (UTC, "+00"), value.
+ */
+enum
+{
+	LS_NAME, LS_MODE, LS_GRANTED, LS_IMPLIED, LS_POSITION, LS_OWNER, LS_PID,
+	LS_TOKEN, LS_PERMITS, LS_CAPACITY, LS_EXPIRES, LS_VALUE, LS_COLUMNS
+};
 typedef struct LsTable
 {
 	int			nrows;

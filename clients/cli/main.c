@@ -457,36 +457,133 @@ run_main(int argc, char **argv, bool campaign)
 	return cmd_run(&o);
 }
 
+/*
+ * print_table
+ *		The rows for a reader: a semaphore's permits as held/capacity, an
+ *		intention row of a path lock marked in "implied", an election's
+ *		value last (it may be long).
+ */
 static void
 print_table(const char *pidcol, const LsTable *t)
 {
-	const char *head[LS_COLUMNS] = {
-		"name", "mode", "granted", "position", "owner", pidcol, "token", "expires_at"
-	};
-	size_t		w[LS_COLUMNS];
-
-	for (int j = 0; j < LS_COLUMNS; j++)
+	enum
 	{
-		w[j] = strlen(head[j]);
-		for (int i = 0; i < t->nrows; i++)
-		{
-			const char *c = t->cells[i * LS_COLUMNS + j];
+		NCOL = 11
+	};
+	static const int src[NCOL] = {
+		LS_NAME, LS_MODE, LS_GRANTED, LS_IMPLIED, LS_POSITION, LS_OWNER, LS_PID,
+		LS_TOKEN, LS_PERMITS, LS_EXPIRES, LS_VALUE
+	};
+	const char *head[NCOL] = {
+		"name", "mode", "granted", "implied", "position", "owner", pidcol,
+		"token", "permits", "expires_at", "value"
+	};
+	char	  **cell = calloc((size_t) (t->nrows + 1) * NCOL, sizeof(char *));
+	size_t		w[NCOL];
 
-			if (c && strlen(c) > w[j])
-				w[j] = strlen(c);
-		}
-	}
-	for (int j = 0; j < LS_COLUMNS; j++)
-		printf("%-*s%s", j == LS_COLUMNS - 1 ? 0 : (int) w[j], head[j],
-			   j == LS_COLUMNS - 1 ? "\n" : "  ");
+	for (int j = 0; j < NCOL; j++)
+		cell[j] = strdup(head[j]);
 	for (int i = 0; i < t->nrows; i++)
-		for (int j = 0; j < LS_COLUMNS; j++)
+		for (int j = 0; j < NCOL; j++)
 		{
-			const char *c = t->cells[i * LS_COLUMNS + j];
+			char	  **row = t->cells + (size_t) i * LS_COLUMNS;
+			const char *c = row[src[j]];
+			char		buf[64];
 
-			printf("%-*s%s", j == LS_COLUMNS - 1 ? 0 : (int) w[j], c ? c : "",
-				   j == LS_COLUMNS - 1 ? "\n" : "  ");
+			if (src[j] == LS_IMPLIED)
+				c = c && strcmp(c, "yes") == 0 ? "implied" : "";
+			else if (src[j] == LS_PERMITS && c && row[LS_CAPACITY])
+			{
+				snprintf(buf, sizeof(buf), "%s/%s", c, row[LS_CAPACITY]);
+				c = buf;
+			}
+			cell[(i + 1) * NCOL + j] = strdup(c ? c : "");
 		}
+	for (int j = 0; j < NCOL; j++)
+	{
+		w[j] = 0;
+		for (int i = 0; i <= t->nrows; i++)
+			if (strlen(cell[i * NCOL + j]) > w[j])
+				w[j] = strlen(cell[i * NCOL + j]);
+	}
+	for (int i = 0; i <= t->nrows; i++)
+	{
+		char		line[8192];
+		size_t		n = 0;
+
+		for (int j = 0; j < NCOL && n < sizeof(line); j++)
+			n += snprintf(line + n, sizeof(line) - n, "%-*s%s",
+						  j == NCOL - 1 ? 0 : (int) w[j], cell[i * NCOL + j],
+						  j == NCOL - 1 ? "" : "  ");
+		/* no trailing blanks where the value is empty */
+		n = strlen(line);
+		while (n > 0 && line[n - 1] == ' ')
+			line[--n] = '\0';
+		printf("%s\n", line);
+	}
+	for (int i = 0; i < (t->nrows + 1) * NCOL; i++)
+		free(cell[i]);
+	free(cell);
+}
+
+static void
+json_string(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+	{
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+/*
+ * print_json
+ *		One array of objects, every key on every row (null where the view
+ *		has NULL), numbers as numbers, booleans as booleans.
+ */
+static void
+print_json(const char *pidcol, const LsTable *t)
+{
+	static const struct
+	{
+		int			col;
+		const char *key;
+		char		type;		/* s string, n number, b boolean */
+	}			keys[] = {
+		{LS_NAME, "name", 's'}, {LS_MODE, "mode", 's'}, {LS_GRANTED, "granted", 'b'},
+		{LS_IMPLIED, "implied", 'b'}, {LS_POSITION, "position", 'n'},
+		{LS_OWNER, "owner", 's'}, {LS_PID, NULL, 'n'}, {LS_TOKEN, "token", 'n'},
+		{LS_PERMITS, "permits", 'n'}, {LS_CAPACITY, "capacity", 'n'},
+		{LS_EXPIRES, "expires_at", 's'}, {LS_VALUE, "value", 's'}
+	};
+
+	putchar('[');
+	for (int i = 0; i < t->nrows; i++)
+	{
+		printf("%s{", i ? ",\n " : "");
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		{
+			const char *c = t->cells[(size_t) i * LS_COLUMNS + keys[k].col];
+
+			printf("%s\"%s\": ", k ? ", " : "", keys[k].key ? keys[k].key : pidcol);
+			if (c == NULL)
+				fputs("null", stdout);
+			else if (keys[k].type == 'b')
+				fputs(strcmp(c, "yes") == 0 ? "true" : "false", stdout);
+			else if (keys[k].type == 'n')
+				fputs(c, stdout);
+			else
+				json_string(c);
+		}
+		putchar('}');
+	}
+	puts("]");
 }
 
 static int
@@ -499,7 +596,7 @@ ls_main(int argc, char **argv)
 	DbStatus	st;
 	int			rc;
 
-	if ((rc = parse_args(argc, argv, "|dsn|mysql|", 1, &a)) != 0)
+	if ((rc = parse_args(argc, argv, "|dsn|mysql|json|", 1, &a)) != 0)
 		return rc;
 	if (a.rest)
 		return usage_error("%s", "ls: unexpected \"--\"");
@@ -514,7 +611,10 @@ ls_main(int argc, char **argv)
 		db->ops->close(db);
 		return EXIT_UNAVAILABLE;
 	}
-	print_table(db->ops->pid_column, &tab);
+	if (a.json)
+		print_json(db->ops->pid_column, &tab);
+	else
+		print_table(db->ops->pid_column, &tab);
 	db->ops->close(db);
 	return 0;
 }

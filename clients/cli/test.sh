@@ -89,6 +89,8 @@ for db in postgresql mariadb; do
         campaign_sql="SELECT dlock_campaign('el', 'host-a:1', ttl => '30 s', owner => 'somekey')"
         force_sql() { sql "SELECT dlock_force_release('$1', '$2', reason => 'test')"; }
         sem_sql() { sql "SELECT dlock_semaphore('$1', $2, $3, ttl => '60 s', owner => '$4')"; }
+        path_sql="SELECT dlock_acquire('/ls13/x', ttl => '60 s', owner => 'k13')"
+        camp13_sql="SELECT dlock_campaign('el13', 'node-z:9', ttl => '60 s', owner => 'k13')"
     else
         CONN=(--mysql "socket='$DLOCK_TEST_MY_SOCKET' user=root")
         sql() { mariadb -S "$DLOCK_TEST_MY_SOCKET" -u root -NB -e "$1" 2>&1; }
@@ -96,6 +98,8 @@ for db in postgresql mariadb; do
         campaign_sql="SELECT dlock_campaign('el', 'host-a:1', NULL, 30, 'somekey')"
         force_sql() { sql "SELECT dlock_force_release('$1', '$2', 'test')"; }
         sem_sql() { sql "SELECT dlock_semaphore('$1', $2, $3, NULL, 60, '$4')"; }
+        path_sql="SELECT dlock_acquire('/ls13/x', NULL, 60, 'exclusive', 'k13')"
+        camp13_sql="SELECT dlock_campaign('el13', 'node-z:9', NULL, 60, 'k13')"
     fi
     rows() { sql "SELECT COUNT(*) FROM dlock.locks WHERE name = '$1'"; }
     run() { "$DLOCK" run "${CONN[@]}" "$@"; }
@@ -442,6 +446,47 @@ for db in postgresql mariadb; do
     "$DLOCK" leader "${CONN[@]}" el12 > /dev/null 2>&1; lrc=$?
     check "$db: campaign: the command's status comes back ($rc), it resigned (leader exits $lrc)" \
         test "$rc" = 4 -a "$lrc" = 1
+
+    # 13. ls: a semaphore's permits/capacity, an election's value, implied
+    # rows marked, --json, times in UTC with the zone whatever the session's
+    sql "$path_sql" > /dev/null; sem_sql sem13 5 2 k13 > /dev/null; sql "$camp13_sql" > /dev/null
+    if [ "$db" = postgresql ]; then
+        PGTZ=Etc/GMT-5 "$DLOCK" ls "${CONN[@]}" > "$W/ls13"; rc=$?
+        PGTZ=Etc/GMT-5 "$DLOCK" ls --json "${CONN[@]}" > "$W/ls13.json"
+    else
+        sql "SET GLOBAL time_zone = '+05:00'" > /dev/null
+        "$DLOCK" ls "${CONN[@]}" > "$W/ls13"; rc=$?
+        "$DLOCK" ls --json "${CONN[@]}" > "$W/ls13.json"
+        sql "SET GLOBAL time_zone = 'SYSTEM'" > /dev/null
+    fi
+    check "$db: ls marks the path's intention row implied ($(grep '^/ls13 ' "$W/ls13" | tr -s ' '))" \
+        eval 'test "$rc" = 0 && grep -qE "^/ls13 +CW +yes +implied " "$W/ls13" && grep -qE "^/ls13/x +exclusive +yes +k13 " "$W/ls13"'
+    check "$db: ls shows the semaphore's permits/capacity ($(grep '^sem13 ' "$W/ls13" | tr -s ' '))" \
+        grep -qE "^sem13 +semaphore +yes +k13 .* 2/5 " "$W/ls13"
+    check "$db: ls shows the leader's value ($(grep '^el13 ' "$W/ls13" | tr -s ' '))" \
+        grep -qE "^el13 +exclusive +yes +k13 .* node-z:9$" "$W/ls13"
+    check "$db: ls --json: one array, the same keys on every row, the values typed, times UTC +00 ($(head -c 200 "$W/ls13.json" | tr "\n" " ")...)" \
+        python3 - "$W/ls13.json" "$db" <<'PY'
+import json, sys, datetime
+rows = json.load(open(sys.argv[1]))
+pid = "pid" if sys.argv[2] == "postgresql" else "conn_id"
+keys = {"name", "mode", "granted", "implied", "position", "owner", pid, "token",
+        "permits", "capacity", "expires_at", "value"}
+assert isinstance(rows, list) and len(rows) == 4, rows
+assert all(set(r) == keys for r in rows), [sorted(r) for r in rows]
+by = {(r["name"], r["implied"]): r for r in rows}
+assert by[("/ls13", True)]["mode"] == "CW" and by[("/ls13", True)]["granted"] is True
+assert by[("/ls13/x", False)]["token"] > 0 and by[("/ls13/x", False)]["position"] is None
+assert by[("sem13", False)]["permits"] == 2 and by[("sem13", False)]["capacity"] == 5
+assert by[("el13", False)]["value"] == "node-z:9" and by[("el13", False)]["permits"] is None
+now = datetime.datetime.now(datetime.timezone.utc)
+for r in rows:
+    if r["implied"]:
+        continue  # an intention has no lease of its own
+    e = datetime.datetime.strptime(r["expires_at"], "%Y-%m-%d %H:%M:%S.%f+00").replace(tzinfo=datetime.timezone.utc)
+    assert 30 < (e - now).total_seconds() <= 61, (r["expires_at"], now)
+PY
+    sql "SELECT dlock_release_all('k13')" > /dev/null
 done
 
 # through pgbouncer in transaction mode: owner keys need no session
