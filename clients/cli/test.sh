@@ -79,6 +79,20 @@ check "dlock.1 documents every option, command, exit code and variable of --help
                    "^\.B 64" "^\.B 69" "^\.B 70" "^\.B 71" "^\.B 75"; do
               grep -q -e "$w" "$man1" || { echo "man: missing $w"; exit 1; }; done'
 
+# the quick start of docs/clients.md, its lines as they are: installed
+# under DESTDIR (make reads it from the environment), against PostgreSQL
+# through DATABASE_URL
+sed -n '/^<!-- cli-quickstart -->$/,/^<!-- \/cli-quickstart -->$/p' "$ROOT/docs/clients.md" |
+    grep -v -e '^<!--' -e '^```' > "$DIR/quickstart.sh"
+out=$(cd "$ROOT" && env DESTDIR="$DIR/qs" PATH="$DIR/qs/usr/local/bin:$PATH" \
+      DATABASE_URL="postgresql://postgres@127.0.0.1:$DLOCK_TEST_PG_PORT/postgres" \
+      bash -e "$DIR/quickstart.sh" 2>&1); rc=$?
+check "docs/clients.md's quick start runs as written ($(grep -c . "$DIR/quickstart.sh") lines, exit $rc): installs, --version, a run with its token, ls" \
+    eval 'test "$rc" = 0 && test -f "$DIR/qs/usr/local/share/man/man1/dlock.1" &&
+          printf "%s\n" "$out" | grep -qx "dlock $ctl_version" &&
+          printf "%s\n" "$out" | grep -qE "^nightly-report, token [1-9][0-9]*$" &&
+          printf "%s\n" "$out" | grep -qE "^name +mode +granted"'
+
 for db in postgresql mariadb; do
     W="$DIR/work $db"           # a space in the path: everything must be quoted
     mkdir -p "$W"
@@ -487,6 +501,15 @@ for r in rows:
     assert 30 < (e - now).total_seconds() <= 61, (r["expires_at"], now)
 PY
     sql "SELECT dlock_release_all('k13')" > /dev/null
+
+    # 14. in a terminal's foreground (script(1) gives one): the job gets the
+    # terminal, so it can read it, and a Ctrl-C reaches it
+    (sleep 1; echo hello) | script -qec "$(printf '%q ' "$DLOCK" run "${CONN[@]}" tty14 -- sh -c 'read x; echo "got:$x" > "$1"' sh "$W/tty14")" /dev/null > /dev/null 2>&1; rc=$?
+    check "$db: in a terminal, the job reads it (exit $rc, $(cat "$W/tty14" 2>/dev/null))" \
+        eval 'test "$rc" = 0 && test "$(cat "$W/tty14" 2>/dev/null)" = got:hello'
+    (sleep 2; printf '\003') | script -qec "$(printf '%q ' "$DLOCK" run "${CONN[@]}" tty14 -- sh -c 'echo x > "$1"; sleep 30 & wait' sh "$W/tty14b")" /dev/null > /dev/null 2>&1; rc=$?
+    check "$db: in a terminal, Ctrl-C stops the job (exit $rc: 130), the lock released" \
+        eval 'test "$rc" = 130 -a -s "$W/tty14b" && test "$(rows tty14)" = 0'
 done
 
 # through pgbouncer in transaction mode: owner keys need no session
