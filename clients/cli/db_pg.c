@@ -141,6 +141,8 @@ pg_hint(Db *db, char *buf, size_t len)
 				   " (SELECT extversion FROM pg_extension WHERE extname = 'dlock')");
 		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
 			snprintf(buf, len, "is the dlock extension installed in database \"%s\"?", here);
+		else if (!PQgetisnull(r, 0, 1) && strcmp(PQgetvalue(r, 0, 1), DLOCK_VERSION) == 0)
+			;					/* installed, and this version: no known fix */
 		else if (!PQgetisnull(r, 0, 1))
 			snprintf(buf, len, "the dlock extension in database \"%s\" is version %s;"
 					 " this command needs %s: ALTER EXTENSION dlock UPDATE",
