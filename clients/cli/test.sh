@@ -62,10 +62,14 @@ ctl_version=$(sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" "$ROOT/pg_ext/dloc
 check "dlock --version prints dlock.control's default_version ($("$DLOCK" --version))" \
     test "$("$DLOCK" --version)" = "dlock $ctl_version"
 "$DLOCK" --help > "$DIR/help"
+# has_all FILE WORD...: every word (a grep pattern) is in FILE
+has_all() {
+    local f=$1 w; shift
+    for w in "$@"; do grep -q -e "$w" "$f" || { echo "missing in $f: $w"; return 1; }; done
+}
 check "dlock --help names the exit codes and the environment" \
-    eval 'for w in DLOCK_TOKEN DLOCK_NAME DLOCK_OWNER DLOCK_DSN DLOCK_MYSQL DATABASE_URL PGHOST \
-                   "^  70 " "^  75 " "^  64 " "^  69 " "^  71 " "^  1 " campaign --semaphore --json; do
-              grep -q -e "$w" "$DIR/help" || { echo "missing: $w"; exit 1; }; done'
+    has_all "$DIR/help" DLOCK_TOKEN DLOCK_NAME DLOCK_OWNER DLOCK_DSN DLOCK_MYSQL DATABASE_URL PGHOST \
+        "^  70 " "^  75 " "^  64 " "^  69 " "^  71 " "^  1 " campaign --semaphore --json
 make -s -C "$HERE" install DESTDIR="$DIR/inst" > /dev/null 2>&1
 man1="$DIR/inst/usr/local/share/man/man1/dlock.1"
 check "make install puts dlock in bindir and dlock.1 in mandir/man1" \
@@ -73,11 +77,10 @@ check "make install puts dlock in bindir and dlock.1 in mandir/man1" \
 check "dlock.1: groff finds nothing to warn about, its version is dlock.control's" \
     eval 'test -z "$(groff -man -ww -z "$man1" 2>&1)" && grep -q "^\.TH DLOCK 1 .*\"dlock $ctl_version\"" "$man1"'
 check "dlock.1 documents every option, command, exit code and variable of --help" \
-    eval 'for w in dsn mysql ttl timeout grace mode semaphore owner json version; do
-              grep -q -e "\\\\-\\\\-$w" "$man1" || { echo "man: missing --$w"; exit 1; }; done
-          for w in campaign release leader DLOCK_TOKEN DLOCK_NAME DLOCK_OWNER DATABASE_URL DLOCK_DSN DLOCK_MYSQL \
-                   "^\.B 64" "^\.B 69" "^\.B 70" "^\.B 71" "^\.B 75"; do
-              grep -q -e "$w" "$man1" || { echo "man: missing $w"; exit 1; }; done'
+    has_all "$man1" '\\-\\-dsn' '\\-\\-mysql' '\\-\\-ttl' '\\-\\-timeout' '\\-\\-grace' \
+        '\\-\\-mode' '\\-\\-semaphore' '\\-\\-owner' '\\-\\-json' '\\-\\-version' \
+        campaign release leader DLOCK_TOKEN DLOCK_NAME DLOCK_OWNER DATABASE_URL DLOCK_DSN DLOCK_MYSQL \
+        '^\.B 64' '^\.B 69' '^\.B 70' '^\.B 71' '^\.B 75'
 
 # the quick start of docs/clients.md, its lines as they are: installed
 # under DESTDIR (make reads it from the environment), against PostgreSQL
