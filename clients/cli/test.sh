@@ -353,6 +353,7 @@ for db in postgresql mariadb; do
 
     # 10. errors: the first error of a call is the one told, with a hint
     # where the fix is known, and the lock's name
+    # shellcheck disable=SC2034  # denied, grant_hint: used in the evals below
     if [ "$db" = postgresql ]; then
         sql "CREATE ROLE nopriv LOGIN" > /dev/null
         sql "CREATE DATABASE app" > /dev/null
@@ -525,7 +526,7 @@ check "postgresql: run through pgbouncer, renewing, passes the exit status" test
 # connection (blocking waits would pin both and stall until a timeout)
 WB="$DIR/work crowd"; mkdir -p "$WB"
 t0=$(now)
-for i in $(seq 6); do
+for _ in $(seq 6); do
     "$DLOCK" run --dsn "host='$DLOCK_TEST_BOUNCER_HOST' port=$DLOCK_TEST_BOUNCER_PORT user=postgres dbname=postgres" \
         --timeout 60s --ttl 3s b2 -- sh -c '
             mkdir "$1/inside" 2>/dev/null || { touch "$1/overlap"; exit 1; }
