@@ -28,6 +28,7 @@ typedef struct MyDb
 	DbTarget	target;
 	char	   *dsn;			/* copy for target.dsn */
 	char		err[1024];
+	unsigned int errnum;		/* of err */
 } MyDb;
 
 typedef struct MyDsn
@@ -171,6 +172,51 @@ static void
 set_err(MyDb *d, unsigned int no, const char *msg)
 {
 	snprintf(d->err, sizeof(d->err), "%s (%u)", msg, no);
+	d->errnum = no;
+}
+
+/*
+ * my_hint
+ *		Missing rights: the role to grant (to the account as CURRENT_USER()
+ *		names it).  A missing function, table or schema: the plugin is not
+ *		installed on this server.
+ */
+static void
+my_hint(Db *db, char *buf, size_t len)
+{
+	MyDb	   *d = (MyDb *) db;
+
+	buf[0] = '\0';
+	if (d->errnum == 1370 || d->errnum == 1142 || d->errnum == 1143)
+	{
+		char		acct[300] = "";
+		MYSQL_RES  *res;
+		MYSQL_ROW	row;
+		char	   *at;
+
+		if (mysql_query(d->conn, "SELECT CURRENT_USER()") == 0 &&
+			(res = mysql_store_result(d->conn)) != NULL)
+		{
+			if ((row = mysql_fetch_row(res)) != NULL && row[0])
+				snprintf(acct, sizeof(acct), "%s", row[0]);
+			mysql_free_result(res);
+		}
+		if ((at = strrchr(acct, '@')) != NULL)
+		{
+			*at = '\0';
+			snprintf(buf, len, "the account needs the role dlock_user: GRANT dlock_user TO"
+					 " '%s'@'%s'; SET DEFAULT ROLE dlock_user FOR '%s'@'%s'",
+					 acct, at + 1, acct, at + 1);
+		}
+		else
+			snprintf(buf, len, "the account needs the role dlock_user: GRANT dlock_user"
+					 " TO the account; SET DEFAULT ROLE dlock_user FOR it");
+	}
+	else if (d->errnum == 1305 || d->errnum == 1146 || d->errnum == 1049 ||
+			 d->errnum == 1123)
+		snprintf(buf, len, "the dlock plugin is not installed on this server (or not loaded):"
+				 " install it with sql/mysql/install.sql (dlock-mysql-install from the"
+				 " mariadb-plugin-dlock package)");
 }
 
 static MYSQL *
@@ -372,29 +418,86 @@ token_stmt(MyDb *d, const char *sql, MYSQL_BIND *p, long long *token)
 	return st;
 }
 
-static DbStatus
-my_acquire(Db *db, const char *name, const char *mode, double timeout,
-		   double ttl, const char *owner, long long *token)
+static void
+bind_ll(MYSQL_BIND *b, long long *v)
 {
-	MYSQL_BIND	p[5];
+	memset(b, 0, sizeof(*b));
+	b->buffer_type = MYSQL_TYPE_LONGLONG;
+	b->buffer = v;
+}
 
-	bind_str(&p[0], name);
+/*
+ * my_acquire
+ *		One call of a wait, its place kept (keep_place 1): dlock_acquire,
+ *		dlock_semaphore or dlock_campaign.
+ */
+static DbStatus
+my_acquire(Db *db, const RunOpts *o, double timeout, const char *owner,
+		   long long *token)
+{
+	MYSQL_BIND	p[6];
+	double		ttl = o->ttl;
+	long long	cap = o->capacity,
+				permits = o->permits;
+
+	bind_str(&p[0], o->name);
+	if (o->kind == RUN_SEMAPHORE)
+	{
+		bind_ll(&p[1], &cap);
+		bind_ll(&p[2], &permits);
+		bind_double(&p[3], &timeout);
+		bind_double(&p[4], &ttl);
+		bind_str(&p[5], owner);
+		return token_stmt((MyDb *) db, "SELECT dlock_semaphore(?, ?, ?, ?, ?, ?, 1)", p, token);
+	}
+	if (o->kind == RUN_CAMPAIGN)
+	{
+		bind_str(&p[1], o->value);
+		bind_double(&p[2], &timeout);
+		bind_double(&p[3], &ttl);
+		bind_str(&p[4], owner);
+		return token_stmt((MyDb *) db, "SELECT dlock_campaign(?, ?, ?, ?, ?, 1)", p, token);
+	}
 	bind_double(&p[1], &timeout);
 	bind_double(&p[2], &ttl);
-	bind_str(&p[3], mode);
+	bind_str(&p[3], o->mode);
 	bind_str(&p[4], owner);
 	return token_stmt((MyDb *) db, "SELECT dlock_acquire(?, ?, ?, ?, ?, 1)", p, token);
 }
 
+/*
+ * my_try_acquire
+ *		Never waits.  An election has no try: a campaign of 1 ms that keeps
+ *		no place.
+ */
 static DbStatus
-my_try_acquire(Db *db, const char *name, const char *mode, double ttl,
-			   const char *owner, long long *token)
+my_try_acquire(Db *db, const RunOpts *o, const char *owner, long long *token)
 {
-	MYSQL_BIND	p[4];
+	MYSQL_BIND	p[5];
+	double		ttl = o->ttl;
+	double		ms = 0.001;
+	long long	cap = o->capacity,
+				permits = o->permits;
 
-	bind_str(&p[0], name);
+	bind_str(&p[0], o->name);
+	if (o->kind == RUN_SEMAPHORE)
+	{
+		bind_ll(&p[1], &cap);
+		bind_ll(&p[2], &permits);
+		bind_double(&p[3], &ttl);
+		bind_str(&p[4], owner);
+		return token_stmt((MyDb *) db, "SELECT dlock_try_semaphore(?, ?, ?, ?, ?)", p, token);
+	}
+	if (o->kind == RUN_CAMPAIGN)
+	{
+		bind_str(&p[1], o->value);
+		bind_double(&p[2], &ms);
+		bind_double(&p[3], &ttl);
+		bind_str(&p[4], owner);
+		return token_stmt((MyDb *) db, "SELECT dlock_campaign(?, ?, ?, ?, ?)", p, token);
+	}
 	bind_double(&p[1], &ttl);
-	bind_str(&p[2], mode);
+	bind_str(&p[2], o->mode);
 	bind_str(&p[3], owner);
 	return token_stmt((MyDb *) db, "SELECT dlock_try_acquire(?, ?, ?, ?)", p, token);
 }
@@ -490,9 +593,13 @@ my_list(Db *db, const char *prefix, LsTable *out)
 	size_t		plen = prefix ? strlen(prefix) : 0;
 	int			cap = 16;
 
-	if (mysql_query(d->conn,
-					"SELECT name, mode, IF(granted, 'yes', 'no'), position, owner,"
-					" conn_id, token, expires_at FROM dlock.locks"
+	/* times as PostgreSQL's: UTC, with the zone; the connection is ours */
+	if (mysql_query(d->conn, "SET time_zone = '+00:00'") != 0 ||
+		mysql_query(d->conn,
+					"SELECT name, mode, IF(granted, 'yes', 'no'), IF(implied, 'yes', 'no'),"
+					" position, owner, conn_id, token, permits, capacity,"
+					" CONCAT(DATE_FORMAT(expires_at, '%Y-%m-%d %H:%i:%s.%f'), '+00'), value"
+					" FROM dlock.locks"
 					" ORDER BY name, granted DESC, position, token") != 0 ||
 		(res = mysql_store_result(d->conn)) == NULL)
 		return classify(d, mysql_errno(d->conn), mysql_error(d->conn));
@@ -522,6 +629,7 @@ const DbOps db_my_ops = {
 	.connect = my_connect,
 	.close = my_close,
 	.error = my_error,
+	.hint = my_hint,
 	.acquire = my_acquire,
 	.try_acquire = my_try_acquire,
 	.renew = my_renew,

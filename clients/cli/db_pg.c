@@ -21,6 +21,7 @@ typedef struct PgDb
 	Db			base;
 	PGconn	   *conn;
 	char		err[1024];
+	char		state[6];		/* SQLSTATE of err, "" if none */
 } PgDb;
 
 static void
@@ -37,6 +38,7 @@ set_err(PgDb *d, const char *msg)
 	size_t		n;
 
 	snprintf(d->err, sizeof(d->err), "%s", msg ? msg : "unknown error");
+	d->state[0] = '\0';
 	/* libpq's later lines guess at causes; the first says what happened */
 	n = strcspn(d->err, "\n");
 	d->err[n] = '\0';
@@ -113,6 +115,55 @@ pg_error(Db *db)
 }
 
 /*
+ * pg_hint
+ *		Missing rights: the role to grant.  A missing function or relation:
+ *		the extension is not in this database (it lives in the one
+ *		dlock.database names), is older than this command, or the library
+ *		is not loaded at all.  Asks the server with statements of its own,
+ *		so err stays the failed call's.
+ */
+static void
+pg_hint(Db *db, char *buf, size_t len)
+{
+	PgDb	   *d = (PgDb *) db;
+	const char *here = PQdb(d->conn);
+	PGresult   *r;
+
+	buf[0] = '\0';
+	if (strcmp(d->state, "42501") == 0)
+		snprintf(buf, len, "the role needs dlock_user: GRANT dlock_user TO \"%s\"",
+				 PQuser(d->conn));
+	else if (strcmp(d->state, "42883") == 0 || strcmp(d->state, "42P01") == 0 ||
+			 strcmp(d->state, "3F000") == 0)
+	{
+		r = PQexec(d->conn,
+				   "SELECT current_setting('dlock.database', true),"
+				   " (SELECT extversion FROM pg_extension WHERE extname = 'dlock')");
+		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+			snprintf(buf, len, "is the dlock extension installed in database \"%s\"?", here);
+		else if (!PQgetisnull(r, 0, 1) && strcmp(PQgetvalue(r, 0, 1), DLOCK_VERSION) == 0)
+			;					/* installed, and this version: no known fix */
+		else if (!PQgetisnull(r, 0, 1))
+			snprintf(buf, len, "the dlock extension in database \"%s\" is version %s;"
+					 " this command needs %s: ALTER EXTENSION dlock UPDATE",
+					 here, PQgetvalue(r, 0, 1), DLOCK_VERSION);
+		else if (PQgetisnull(r, 0, 0) || PQgetvalue(r, 0, 0)[0] == '\0')
+			snprintf(buf, len, "dlock is not loaded by this server: it needs"
+					 " shared_preload_libraries = 'dlock', then CREATE EXTENSION dlock"
+					 " in the database named by dlock.database");
+		else if (strcmp(PQgetvalue(r, 0, 0), here) != 0)
+			snprintf(buf, len, "the dlock extension is not installed in database \"%s\";"
+					 " it lives in the database named by dlock.database (SHOW dlock.database"
+					 " on the server): \"%s\" (connect with dbname=%s)",
+					 here, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 0));
+		else
+			snprintf(buf, len, "the dlock extension is not installed in database \"%s\","
+					 " the one dlock.database names: CREATE EXTENSION dlock", here);
+		PQclear(r);
+	}
+}
+
+/*
  * pg_exec
  *		Runs one statement that returns at most one row; classifies the
  *		outcome.  On DB_OK *res holds the result (the caller clears it).
@@ -142,6 +193,8 @@ pg_exec(PgDb *d, const char *sql, int nparams, const char *const *params,
 	set_err(d, PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) ?
 			PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) :
 			PQresultErrorMessage(r));
+	if (state)
+		snprintf(d->state, sizeof(d->state), "%s", state);
 	PQclear(r);
 	if (state && strcmp(state, "DL001") == 0)
 		return DB_LOST;
@@ -177,44 +230,87 @@ token_result(PgDb *d, const char *sql, int n, const char *const *p,
 	return st;
 }
 
+/*
+ * pg_acquire
+ *		One call of a wait (keep_place: the place stays in line between
+ *		calls): dlock_acquire, dlock_semaphore or dlock_campaign.
+ */
 static DbStatus
-pg_acquire(Db *db, const char *name, const char *mode, double timeout,
-		   double ttl, const char *owner, long long *token)
+pg_acquire(Db *db, const RunOpts *o, double timeout, const char *owner,
+		   long long *token)
 {
 	char		tbuf[32],
-				lbuf[32];
-	const char *p[5];
+				lbuf[32],
+				cbuf[16],
+				pbuf[16];
+	const char *p[6];
 
 	fmt_secs(tbuf, sizeof(tbuf), timeout);
-	fmt_secs(lbuf, sizeof(lbuf), ttl);
-	p[0] = name;
-	p[1] = mode;
-	p[2] = tbuf;
-	p[3] = lbuf;
-	p[4] = owner;
-	return token_result((PgDb *) db,
-						"SELECT dlock_acquire($1, mode => $2,"
-						" timeout => make_interval(secs => $3::float8),"
-						" ttl => make_interval(secs => $4::float8), owner => $5,"
+	fmt_secs(lbuf, sizeof(lbuf), o->ttl);
+	p[0] = o->name;
+	p[1] = tbuf;
+	p[2] = lbuf;
+	p[3] = owner;
+	if (o->kind == RUN_SEMAPHORE)
+	{
+		snprintf(cbuf, sizeof(cbuf), "%d", o->capacity);
+		snprintf(pbuf, sizeof(pbuf), "%d", o->permits);
+		p[4] = cbuf;
+		p[5] = pbuf;
+		return token_result((PgDb *) db,
+							"SELECT dlock_semaphore($1, $5::integer, $6::integer,"
+							" timeout => make_interval(secs => $2::float8),"
+							" ttl => make_interval(secs => $3::float8), owner => $4,"
+							" keep_place => true)",
+							6, p, token);
+	}
+	p[4] = o->kind == RUN_CAMPAIGN ? o->value : o->mode;
+	return token_result((PgDb *) db, o->kind == RUN_CAMPAIGN ?
+						"SELECT dlock_campaign($1, $5,"
+						" timeout => make_interval(secs => $2::float8),"
+						" ttl => make_interval(secs => $3::float8), owner => $4,"
+						" keep_place => true)" :
+						"SELECT dlock_acquire($1, mode => $5,"
+						" timeout => make_interval(secs => $2::float8),"
+						" ttl => make_interval(secs => $3::float8), owner => $4,"
 						" keep_place => true)",
 						5, p, token);
 }
 
+/*
+ * pg_try_acquire
+ *		Never waits.  An election has no try: a campaign of 1 ms that keeps
+ *		no place.
+ */
 static DbStatus
-pg_try_acquire(Db *db, const char *name, const char *mode, double ttl,
-			   const char *owner, long long *token)
+pg_try_acquire(Db *db, const RunOpts *o, const char *owner, long long *token)
 {
-	char		lbuf[32];
-	const char *p[4];
+	char		lbuf[32],
+				cbuf[16],
+				pbuf[16];
+	const char *p[5];
 
-	fmt_secs(lbuf, sizeof(lbuf), ttl);
-	p[0] = name;
-	p[1] = mode;
-	p[2] = lbuf;
-	p[3] = owner;
-	return token_result((PgDb *) db,
-						"SELECT dlock_try_acquire($1, mode => $2,"
-						" ttl => make_interval(secs => $3::float8), owner => $4)",
+	fmt_secs(lbuf, sizeof(lbuf), o->ttl);
+	p[0] = o->name;
+	p[1] = lbuf;
+	p[2] = owner;
+	if (o->kind == RUN_SEMAPHORE)
+	{
+		snprintf(cbuf, sizeof(cbuf), "%d", o->capacity);
+		snprintf(pbuf, sizeof(pbuf), "%d", o->permits);
+		p[3] = cbuf;
+		p[4] = pbuf;
+		return token_result((PgDb *) db,
+							"SELECT dlock_try_semaphore($1, $4::integer, $5::integer,"
+							" ttl => make_interval(secs => $2::float8), owner => $3)",
+							5, p, token);
+	}
+	p[3] = o->kind == RUN_CAMPAIGN ? o->value : o->mode;
+	return token_result((PgDb *) db, o->kind == RUN_CAMPAIGN ?
+						"SELECT dlock_campaign($1, $4, timeout => '1 ms',"
+						" ttl => make_interval(secs => $2::float8), owner => $3)" :
+						"SELECT dlock_try_acquire($1, mode => $4,"
+						" ttl => make_interval(secs => $2::float8), owner => $3)",
 						4, p, token);
 }
 
@@ -296,7 +392,10 @@ pg_list(Db *db, const char *prefix, LsTable *out)
 	st = pg_exec((PgDb *) db,
 				 "SELECT name, mode,"
 				 " CASE WHEN granted THEN 'yes' ELSE 'no' END,"
-				 " position, owner, pid, token, expires_at"
+				 " CASE WHEN implied THEN 'yes' ELSE 'no' END,"
+				 " position, owner, pid, token, permits, capacity,"
+				 " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00',"
+				 " value"
 				 " FROM dlock.locks"
 				 " WHERE $1::text IS NULL OR starts_with(name, $1)"
 				 " ORDER BY name, granted DESC, position, token",
@@ -318,6 +417,7 @@ const DbOps db_pg_ops = {
 	.connect = pg_connect,
 	.close = pg_close,
 	.error = pg_error,
+	.hint = pg_hint,
 	.acquire = pg_acquire,
 	.try_acquire = pg_try_acquire,
 	.renew = pg_renew,

@@ -49,8 +49,16 @@ typedef enum DbStatus
 	DB_ERROR					/* any other error of the server */
 } DbStatus;
 
-/* Rows of dlock.locks, as text; NULL cells are NULL. */
-#define LS_COLUMNS 8
+/*
+ * Rows of dlock.locks, as text; NULL cells are NULL.  The columns, in
+ * order: name, mode, granted (yes/no), implied (yes/no), position, owner,
+ * pid or conn_id, token, permits, capacity, expires_at (UTC, "+00"), value.
+ */
+enum
+{
+	LS_NAME, LS_MODE, LS_GRANTED, LS_IMPLIED, LS_POSITION, LS_OWNER, LS_PID,
+	LS_TOKEN, LS_PERMITS, LS_CAPACITY, LS_EXPIRES, LS_VALUE, LS_COLUMNS
+};
 typedef struct LsTable
 {
 	int			nrows;
@@ -58,6 +66,7 @@ typedef struct LsTable
 } LsTable;
 
 typedef struct Db Db;
+struct RunOpts;
 
 typedef struct DbOps
 {
@@ -65,12 +74,21 @@ typedef struct DbOps
 	Db		   *(*connect) (const DbTarget *t, int timeout_s, char *err, size_t errlen);
 	void		(*close) (Db *db);
 	const char *(*error) (Db *db);
-	/* one call of a wait: at most timeout seconds, the place kept after it */
-	DbStatus	(*acquire) (Db *db, const char *name, const char *mode,
-							double timeout, double ttl, const char *owner,
-							long long *token);
-	DbStatus	(*try_acquire) (Db *db, const char *name, const char *mode,
-								double ttl, const char *owner, long long *token);
+	/*
+	 * What to do about the last error, where the fix is known ("" if not);
+	 * called right after the failing call (it may ask the server, leaving
+	 * error() as it was).
+	 */
+	void		(*hint) (Db *db, char *buf, size_t len);
+	/*
+	 * one call of a wait for what o asks (a lock, permits of a semaphore,
+	 * the lead of an election): at most timeout seconds, the place kept
+	 * after it; try_acquire never waits (never queues)
+	 */
+	DbStatus	(*acquire) (Db *db, const struct RunOpts *o, double timeout,
+							const char *owner, long long *token);
+	DbStatus	(*try_acquire) (Db *db, const struct RunOpts *o,
+								const char *owner, long long *token);
 	DbStatus	(*renew) (Db *db, const char *name, double ttl, const char *owner);
 	DbStatus	(*release) (Db *db, const char *name, const char *owner);
 	/* everything of the key: grants, waiting calls and kept places */
@@ -96,11 +114,22 @@ db_ops_for(const DbTarget *t)
 }
 
 /* run.c */
+typedef enum RunKind
+{
+	RUN_LOCK,					/* dlock run */
+	RUN_SEMAPHORE,				/* dlock run --semaphore */
+	RUN_CAMPAIGN				/* dlock campaign */
+} RunKind;
+
 typedef struct RunOpts
 {
 	DbTarget	target;
+	RunKind		kind;
 	const char *name;
 	const char *mode;
+	int			capacity;		/* RUN_SEMAPHORE */
+	int			permits;
+	const char *value;			/* RUN_CAMPAIGN: the leader's published value */
 	double		ttl;
 	double		timeout;		/* < 0: wait until granted */
 	double		grace;
@@ -110,6 +139,16 @@ typedef struct RunOpts
 extern int	cmd_run(const RunOpts *o);
 
 /* util.c */
+typedef struct DbFailure
+{
+	char		err[1024];
+	char		hint[1024];
+} DbFailure;
+
+extern void db_failure(Db *db, DbFailure *f);
+extern void report_failure(const DbFailure *f, const char *fmt,...)
+			__attribute__((format(printf, 2, 3)));
+extern void report_db(Db *db, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 extern bool parse_duration(const char *s, double *out);
 extern bool new_owner_key(char out[33]);
 extern double now_mono(void);

@@ -21,6 +21,17 @@
  * without a successful renewal; either way the command gets SIGTERM, then
  * SIGKILL after the grace period, and dlock exits with EXIT_LEASE_LOST.
  *
+ * The job: the command runs in a process group of its own, and every signal
+ * goes to that whole group, so helpers it started in the background stop
+ * with it.  dlock is the job's subreaper: orphaned processes of the job are
+ * reparented to it and reaped here.  The lock is released only once the
+ * group is empty; members left when the command exits get SIGTERM, then
+ * SIGKILL after the grace period, first.  When dlock runs in the
+ * foreground of a terminal, the terminal is handed to the job's group (as
+ * a shell does) and taken back at the end, so the job can read it and a
+ * Ctrl-C reaches it; a job stopped (Ctrl-Z) is continued at once: a
+ * suspended holder would keep the lock renewed with nobody working.
+ *
  * Locking: 'mu' protects the fields of Shared below it; the renewer waits
  * on 'cv' for its next renewal or for stop.
  */
@@ -36,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -55,6 +67,10 @@
 #define WAIT_CALL_S		0.5
 /* How long to wait for the renewer to finish before exiting anyway. */
 #define JOIN_WAIT_S		2
+/* How long a job's group may take to go after SIGKILL (D state, NFS). */
+#define KILL_WAIT_S		5.0
+/* How often an emptying group is looked at (its members are not our children). */
+#define GROUP_POLL_S	0.05
 
 typedef struct Shared
 {
@@ -80,6 +96,7 @@ typedef struct AcqJob
 	atomic_bool stop;			/* main -> acquirer: a signal came, give up */
 	double		sent;			/* the lease counts from here */
 	DbStatus	st;
+	DbFailure	fail;			/* the wait's error, before the clean-up's */
 	long long	token;
 } AcqJob;
 
@@ -96,7 +113,8 @@ typedef struct RelJob
 static void *acquire_main(void *arg);
 static void *release_main(void *arg);
 static void *renew_main(void *arg);
-static bool already_got(const struct signalfd_siginfo *si, pid_t child);
+static bool group_gone(pid_t pgid);
+static void reap(pid_t child, int *status, bool *reaped, bool *stopped);
 static int	wait_ms(double seconds);
 static void notify(int fd);
 
@@ -129,6 +147,9 @@ cmd_run(const RunOpts *o)
 		NOT_LOST, LOST_SERVER, LOST_DEADLINE
 	}			lost = NOT_LOST;
 	bool		killed = false;
+	bool		stopping = false;	/* SIGTERM sent to the group */
+	bool		reaped = false;
+	bool		tty;
 	bool		renewer_started;
 	double		kill_at = 0;
 	int			rc;
@@ -157,11 +178,19 @@ cmd_run(const RunOpts *o)
 		warnx_("cannot set up signal handling: %s", strerror(errno));
 		return EXIT_OSERR;
 	}
+	{
+		/* to take the terminal back from the job's group at the end */
+		sigset_t	ttou;
+
+		sigemptyset(&ttou);
+		sigaddset(&ttou, SIGTTOU);
+		sigprocmask(SIG_BLOCK, &ttou, NULL);
+	}
 
 	db = ops->connect(&o->target, 0, err, sizeof(err));
 	if (db == NULL)
 	{
-		warnx_("cannot connect: %s", err);
+		warnx_("lock \"%s\": cannot connect: %s", o->name, err);
 		return EXIT_UNAVAILABLE;
 	}
 
@@ -217,7 +246,7 @@ cmd_run(const RunOpts *o)
 			ops->close(db);
 			return EXIT_NOT_ACQUIRED;
 		default:
-			warnx_("acquire \"%s\": %s", o->name, ops->error(db));
+			report_failure(&job.fail, "acquire \"%s\"", o->name);
 			ops->close(db);
 			return EXIT_UNAVAILABLE;
 	}
@@ -234,7 +263,7 @@ cmd_run(const RunOpts *o)
 
 		if (st != DB_OK)
 		{
-			warnx_("renew \"%s\": %s", o->name, ops->error(db));
+			report_db(db, "renew \"%s\"", o->name);
 			if (st != DB_LOST)
 				ops->release(db, o->name, owner);
 			ops->close(db);
@@ -268,6 +297,13 @@ cmd_run(const RunOpts *o)
 		return EXIT_OSERR;
 	}
 
+	/*
+	 * The job's orphans come to us (so they are reaped, and the group
+	 * empties); the terminal goes to the job if it is ours now.
+	 */
+	(void) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+
 	/* no other thread runs now: fork is safe */
 	fflush(NULL);
 	child = fork();
@@ -281,6 +317,10 @@ cmd_run(const RunOpts *o)
 	{
 		int			e;
 
+		/* both sides set the group (and the terminal): whichever runs first */
+		setpgid(0, 0);
+		if (tty)
+			tcsetpgrp(STDIN_FILENO, getpid());	/* SIGTTOU is blocked here */
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		execvp(o->argv[0], o->argv);
@@ -289,6 +329,10 @@ cmd_run(const RunOpts *o)
 		/* as shells do: 127 not found, 126 found but not runnable */
 		_exit(e == ENOENT ? 127 : 126);
 	}
+	/* the group's id is the child's pid: valid while anyone is in it */
+	setpgid(child, child);
+	if (tty)
+		tcsetpgrp(STDIN_FILENO, child);
 
 	memset(&sh, 0, sizeof(sh));
 	sh.o = o;
@@ -314,15 +358,19 @@ cmd_run(const RunOpts *o)
 		warnx_("cannot start the renewal thread");
 	}
 
-	/* the loop: reap the command, forward signals, watch the lease */
+	/*
+	 * The loop: reap the command, pass signals on to its group, watch the
+	 * lease; once the command is gone, wait for the rest of its group.
+	 * Stopping the job is SIGTERM to the group, SIGKILL --grace later.
+	 */
 	for (;;)
 	{
 		struct pollfd pfd[2] = {{sigfd, POLLIN, 0}, {lostfd, POLLIN, 0}};
 		struct signalfd_siginfo si;
 		double		now = now_mono();
 		double		deadline;
-		double		wait;
-		bool		reaped = false;
+		double		wait = -1;
+		bool		stopped = false;
 
 		pthread_mutex_lock(&sh.mu);
 		deadline = sh.deadline;
@@ -332,38 +380,69 @@ cmd_run(const RunOpts *o)
 			lost = LOST_DEADLINE;
 			warnx_("lease of lock \"%s\" lost: no renewal succeeded in time; stopping the command",
 				   o->name);
-			kill(child, SIGTERM);
-			kill_at = now + o->grace;
+			kill(-child, SIGTERM);
+			if (!stopping)
+				kill_at = now + o->grace;
+			stopping = true;
 		}
-		if (lost != NOT_LOST && !killed && now >= kill_at)
+		if (stopping && !killed && now >= kill_at)
 		{
-			kill(child, SIGKILL);
+			kill(-child, SIGKILL);
 			killed = true;
 		}
-		if (lost == NOT_LOST)
-			wait = deadline - now;
-		else
-			wait = killed ? -1 : kill_at - now;
+		if (reaped)
+		{
+			if (group_gone(child))
+				break;
+			if (!stopping)
+			{
+				/* helpers left running must not go on without the lock */
+				warnx_("lock \"%s\": the command exited, processes of its group remain; stopping them",
+					   o->name);
+				kill(-child, SIGTERM);
+				kill(-child, SIGCONT);
+				stopping = true;
+				kill_at = now + o->grace;
+			}
+			if (killed && now >= kill_at + KILL_WAIT_S)
+			{
+				warnx_("lock \"%s\": processes of the command's group outlived SIGKILL by %gs",
+					   o->name, KILL_WAIT_S);
+				break;
+			}
+			wait = GROUP_POLL_S;
+		}
+		if (lost == NOT_LOST && (wait < 0 || deadline - now < wait))
+			wait = fmax(deadline - now, 0);
+		if (stopping && !killed && (wait < 0 || kill_at - now < wait))
+			wait = fmax(kill_at - now, 0);
 
 		if (poll(pfd, 2, wait < 0 ? -1 : wait_ms(wait)) < 0 && errno != EINTR)
 		{
 			warnx_("poll: %s", strerror(errno));
-			kill(child, SIGKILL);
+			kill(-child, SIGKILL);
+			killed = stopping = true;
 		}
 		while (read(sigfd, &si, sizeof(si)) == sizeof(si))
 		{
 			if (si.ssi_signo == SIGCHLD)
+				reap(child, &status, &reaped, &stopped);
+			else
 			{
-				pid_t		p = waitpid(child, &status, WNOHANG);
-
-				if (p == child)
-					reaped = true;
+				/* the job decides; if it is still there --grace later, SIGKILL */
+				kill(-child, si.ssi_signo);
+				kill(-child, SIGCONT);
+				if (!stopping)
+					kill_at = now_mono() + o->grace;
+				stopping = true;
 			}
-			else if (!already_got(&si, child))
-				kill(child, si.ssi_signo);	/* the command decides */
 		}
-		if (reaped)
-			break;
+		if (stopped && tty)
+		{
+			warnx_("lock \"%s\": the command was stopped; continuing it (it holds the lock)",
+				   o->name);
+			kill(-child, SIGCONT);
+		}
 		if (pfd[1].revents & POLLIN)
 		{
 			uint64_t	v;
@@ -373,11 +452,16 @@ cmd_run(const RunOpts *o)
 				lost = LOST_SERVER;
 				warnx_("lease of lock \"%s\" lost: %s; stopping the command",
 					   o->name, "the server says it is no longer held");
-				kill(child, SIGTERM);
-				kill_at = now_mono() + o->grace;
+				kill(-child, SIGTERM);
+				kill(-child, SIGCONT);
+				if (!stopping)
+					kill_at = now_mono() + o->grace;
+				stopping = true;
 			}
 		}
 	}
+	if (tty)
+		tcsetpgrp(STDIN_FILENO, getpgrp());	/* SIGTTOU is blocked */
 
 	pthread_mutex_lock(&sh.mu);
 	sh.stop = true;
@@ -468,8 +552,9 @@ acquire_main(void *arg)
 	if (j->o->timeout == 0)
 	{
 		j->sent = now_mono();
-		j->st = ops->try_acquire(j->db, j->o->name, j->o->mode, j->o->ttl,
-								 j->owner, &j->token);
+		j->st = ops->try_acquire(j->db, j->o, j->owner, &j->token);
+		if (j->st != DB_OK && j->st != DB_NULL)
+			db_failure(j->db, &j->fail);
 		notify(j->done_fd);
 		return NULL;
 	}
@@ -493,8 +578,7 @@ acquire_main(void *arg)
 			if (end - sent < call)
 				call = end - sent;
 		}
-		j->st = ops->acquire(j->db, j->o->name, j->o->mode, call, j->o->ttl,
-							 j->owner, &j->token);
+		j->st = ops->acquire(j->db, j->o, call, j->owner, &j->token);
 		if (j->st != DB_NULL)
 		{
 			/*
@@ -511,6 +595,8 @@ acquire_main(void *arg)
 	 * Whatever ended the wait but a grant: no kept place may stay in line.
 	 * The key is ours alone, so dlock_release_all takes everything of it.
 	 */
+	if (j->st != DB_OK && j->st != DB_NULL && j->st != DB_CANCELED)
+		db_failure(j->db, &j->fail);
 	if (j->st != DB_OK)
 		(void) ops->release_all(j->db, j->owner);
 	notify(j->done_fd);
@@ -632,20 +718,44 @@ renew_main(void *arg)
 }
 
 /*
- * already_got
- *		A signal the terminal sent (Ctrl-C) went to the whole foreground
- *		process group: a command in it has it already, and a second SIGINT
- *		would be one too many.
+ * group_gone
+ *		No process is left in the job's group (zombies count until reaped:
+ *		ours are reaped in reap(), the subreaper's).
  */
 static bool
-already_got(const struct signalfd_siginfo *si, pid_t child)
+group_gone(pid_t pgid)
 {
-	pid_t		fg;
+	return kill(-pgid, 0) != 0 && errno == ESRCH;
+}
 
-	if (si->ssi_code != SI_KERNEL)
-		return false;
-	fg = tcgetpgrp(STDIN_FILENO);
-	return fg > 0 && fg == getpgrp() && getpgid(child) == fg;
+/*
+ * reap
+ *		Every child that changed state: the command (its status kept, or
+ *		*stopped when Ctrl-Z stopped it), and the job's orphans,
+ *		which are ours as their subreaper.
+ */
+static void
+reap(pid_t child, int *status, bool *reaped, bool *stopped)
+{
+	for (;;)
+	{
+		int			st;
+		pid_t		p = waitpid(-1, &st, WNOHANG | WUNTRACED);
+
+		if (p <= 0)
+			return;
+		if (p == child && WIFSTOPPED(st))
+		{
+			/* Ctrl-Z only: a SIGTTIN continued would stop again at once */
+			if (WSTOPSIG(st) == SIGTSTP)
+				*stopped = true;
+		}
+		else if (p == child)
+		{
+			*status = st;
+			*reaped = true;
+		}
+	}
 }
 
 /* wait_ms: seconds to a poll() timeout, rounded up so we never wake early. */

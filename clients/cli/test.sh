@@ -57,6 +57,45 @@ wait_for() {
 # strictly_increasing FILE: every line a larger integer than the one before
 strictly_increasing() { awk 'NR > 1 && $1 + 0 <= prev { bad = 1 } { prev = $1 + 0 } END { exit bad }' "$1"; }
 
+# --version, --help, make install (the command and its man page): no server
+ctl_version=$(sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" "$ROOT/pg_ext/dlock.control")
+check "dlock --version prints dlock.control's default_version ($("$DLOCK" --version))" \
+    test "$("$DLOCK" --version)" = "dlock $ctl_version"
+"$DLOCK" --help > "$DIR/help"
+# has_all FILE WORD...: every word (a grep pattern) is in FILE
+has_all() {
+    local f=$1 w; shift
+    for w in "$@"; do grep -q -e "$w" "$f" || { echo "missing in $f: $w"; return 1; }; done
+}
+check "dlock --help names the exit codes and the environment" \
+    has_all "$DIR/help" DLOCK_TOKEN DLOCK_NAME DLOCK_OWNER DLOCK_DSN DLOCK_MYSQL DATABASE_URL PGHOST \
+        "^  70 " "^  75 " "^  64 " "^  69 " "^  71 " "^  1 " campaign --semaphore --json
+make -s -C "$HERE" install DESTDIR="$DIR/inst" > /dev/null 2>&1
+man1="$DIR/inst/usr/local/share/man/man1/dlock.1"
+check "make install puts dlock in bindir and dlock.1 in mandir/man1" \
+    test -x "$DIR/inst/usr/local/bin/dlock" -a -f "$man1"
+check "dlock.1: groff finds nothing to warn about, its version is dlock.control's" \
+    eval 'test -z "$(groff -man -ww -z "$man1" 2>&1)" && grep -q "^\.TH DLOCK 1 .*\"dlock $ctl_version\"" "$man1"'
+check "dlock.1 documents every option, command, exit code and variable of --help" \
+    has_all "$man1" '\\-\\-dsn' '\\-\\-mysql' '\\-\\-ttl' '\\-\\-timeout' '\\-\\-grace' \
+        '\\-\\-mode' '\\-\\-semaphore' '\\-\\-owner' '\\-\\-json' '\\-\\-version' \
+        campaign release leader DLOCK_TOKEN DLOCK_NAME DLOCK_OWNER DATABASE_URL DLOCK_DSN DLOCK_MYSQL \
+        '^\.B 64' '^\.B 69' '^\.B 70' '^\.B 71' '^\.B 75'
+
+# the quick start of docs/clients.md, its lines as they are: installed
+# under DESTDIR (make reads it from the environment), against PostgreSQL
+# through DATABASE_URL
+sed -n '/^<!-- cli-quickstart -->$/,/^<!-- \/cli-quickstart -->$/p' "$ROOT/docs/clients.md" |
+    grep -v -e '^<!--' -e '^```' > "$DIR/quickstart.sh"
+out=$(cd "$ROOT" && env DESTDIR="$DIR/qs" PATH="$DIR/qs/usr/local/bin:$PATH" \
+      DATABASE_URL="postgresql://postgres@127.0.0.1:$DLOCK_TEST_PG_PORT/postgres" \
+      bash -e "$DIR/quickstart.sh" 2>&1); rc=$?
+check "docs/clients.md's quick start runs as written ($(grep -c . "$DIR/quickstart.sh") lines, exit $rc): installs, --version, a run with its token, ls" \
+    eval 'test "$rc" = 0 && test -f "$DIR/qs/usr/local/share/man/man1/dlock.1" &&
+          printf "%s\n" "$out" | grep -qx "dlock $ctl_version" &&
+          printf "%s\n" "$out" | grep -qE "^nightly-report, token [1-9][0-9]*$" &&
+          printf "%s\n" "$out" | grep -qE "^name +mode +granted"'
+
 for db in postgresql mariadb; do
     W="$DIR/work $db"           # a space in the path: everything must be quoted
     mkdir -p "$W"
@@ -65,11 +104,19 @@ for db in postgresql mariadb; do
         sql() { psql -X -qAt -h "$DLOCK_TEST_PG_HOST" -p "$DLOCK_TEST_PG_PORT" -U postgres -d postgres -c "$1" 2>&1; }
         hold_sql() { sql "SELECT dlock_acquire('$1', ttl => '60 s', owner => '$2')"; }
         campaign_sql="SELECT dlock_campaign('el', 'host-a:1', ttl => '30 s', owner => 'somekey')"
+        force_sql() { sql "SELECT dlock_force_release('$1', '$2', reason => 'test')"; }
+        sem_sql() { sql "SELECT dlock_semaphore('$1', $2, $3, ttl => '60 s', owner => '$4')"; }
+        path_sql="SELECT dlock_acquire('/ls13/x', ttl => '60 s', owner => 'k13')"
+        camp13_sql="SELECT dlock_campaign('el13', 'node-z:9', ttl => '60 s', owner => 'k13')"
     else
         CONN=(--mysql "socket='$DLOCK_TEST_MY_SOCKET' user=root")
         sql() { mariadb -S "$DLOCK_TEST_MY_SOCKET" -u root -NB -e "$1" 2>&1; }
         hold_sql() { sql "SELECT dlock_acquire('$1', NULL, 60, 'exclusive', '$2')"; }
         campaign_sql="SELECT dlock_campaign('el', 'host-a:1', NULL, 30, 'somekey')"
+        force_sql() { sql "SELECT dlock_force_release('$1', '$2', 'test')"; }
+        sem_sql() { sql "SELECT dlock_semaphore('$1', $2, $3, NULL, 60, '$4')"; }
+        path_sql="SELECT dlock_acquire('/ls13/x', NULL, 60, 'exclusive', 'k13')"
+        camp13_sql="SELECT dlock_campaign('el13', 'node-z:9', NULL, 60, 'k13')"
     fi
     rows() { sql "SELECT COUNT(*) FROM dlock.locks WHERE name = '$1'"; }
     run() { "$DLOCK" run "${CONN[@]}" "$@"; }
@@ -271,6 +318,202 @@ for db in postgresql mariadb; do
     wait "$pid"; rc=$?
     check "$db: connections killed twice while the command runs: it completes, exit 0" test "$rc" = 0
     check "$db: ... and the lock is released after it" test "$(rows o8)" = 0
+
+    # 9. the whole job: the command runs in a process group of its own, and
+    # every stop reaches the group, helpers started in the background too
+    run --ttl 3s --grace 1s grand -- sh -c '
+        sleep 47 & echo $! > "$1.gc"; echo "$DLOCK_OWNER" > "$1"; wait' sh "$W/grand" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/grand"; then
+        gc=$(cat "$W/grand.gc")
+        force_sql grand "$(cat "$W/grand")" > /dev/null
+        wait "$pid"; rc=$?
+        check "$db: force release: exit $rc (70), the grandchild 'sleep 47' (pid $gc) is gone" \
+            eval 'test "$rc" = 70 && ! kill -0 "$gc" 2>/dev/null'
+    else
+        kill "$pid"; wait "$pid"; fail "$db: grandchild: the command never started"
+    fi
+    # a grandchild that ignores SIGTERM gets SIGKILL after --grace
+    "$DLOCK" run "${CONN[@]}" --grace 1s grand2 -- sh -c '
+        sh -c "trap \"\" TERM; echo \$\$ > \"\$1.gc\"; exec sleep 48" sh "$1" & wait' sh "$W/grand2" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/grand2.gc"; then
+        gc=$(cat "$W/grand2.gc")
+        kill -TERM "$pid"; wait "$pid"; rc=$?
+        check "$db: SIGTERM to dlock: exit $rc (143), the grandchild (ignoring SIGTERM) is killed after --grace" \
+            eval 'test "$rc" = 143 && ! kill -0 "$gc" 2>/dev/null && test "$(rows grand2)" = 0'
+    else
+        kill "$pid"; wait "$pid"; fail "$db: SIGTERM to dlock: the command never started"
+    fi
+    # helpers the command leaves behind are stopped before the lock goes
+    run --grace 1s grand3 -- sh -c 'sleep 49 > /dev/null 2>&1 & echo $! > "$1.gc"' sh "$W/grand3" 2>> "$W/log"; rc=$?
+    gc=$(cat "$W/grand3.gc" 2>/dev/null || echo 0)
+    check "$db: a helper left running by the command is stopped at exit (exit $rc), the lock released" \
+        eval 'test "$rc" = 0 && test "$gc" != 0 && ! kill -0 "$gc" 2>/dev/null && test "$(rows grand3)" = 0'
+
+    # 10. errors: the first error of a call is the one told, with a hint
+    # where the fix is known, and the lock's name
+    # shellcheck disable=SC2034  # denied, grant_hint: used in the evals below
+    if [ "$db" = postgresql ]; then
+        sql "CREATE ROLE nopriv LOGIN" > /dev/null
+        sql "CREATE DATABASE app" > /dev/null
+        NOPRIV=(--dsn "host='$DLOCK_TEST_PG_HOST' port=$DLOCK_TEST_PG_PORT user=nopriv dbname=postgres")
+        WRONGDB=(--dsn "host='$DLOCK_TEST_PG_HOST' port=$DLOCK_TEST_PG_PORT user=postgres dbname=app")
+        denied='permission denied for function dlock_acquire'
+        grant_hint='hint: the role needs dlock_user: GRANT dlock_user TO "nopriv"'
+    else
+        sql "CREATE USER nopriv@localhost" > /dev/null
+        NOPRIV=(--mysql "socket='$DLOCK_TEST_MY_SOCKET' user=nopriv")
+        denied='dlock_acquire: access denied for nopriv@localhost: needs the role dlock_user'
+        grant_hint="hint: the account needs the role dlock_user: GRANT dlock_user TO 'nopriv'@'localhost'; SET DEFAULT ROLE dlock_user FOR 'nopriv'@'localhost'"
+    fi
+    "$DLOCK" run "${NOPRIV[@]}" err10 -- touch "$W/ran10" 2> "$W/err10"; rc=$?
+    check "$db: a role without dlock_user: exit 69, the acquire's error (not the clean-up's) for lock \"err10\", the grant as a hint ($(tr '\n' '|' < "$W/err10"))" \
+        eval 'test "$rc" = 69 -a ! -e "$W/ran10" && grep -qF "acquire \"err10\": $denied" "$W/err10" &&
+              ! grep -q release_all "$W/err10" && grep -qxF "dlock: $grant_hint" "$W/err10"'
+    "$DLOCK" ls "${NOPRIV[@]}" 2> "$W/err10"; rc=$?
+    check "$db: ls without dlock_user: exit 69 with the grant as a hint ($(tr '\n' '|' < "$W/err10"))" \
+        eval 'test "$rc" = 69 && grep -qxF "dlock: $grant_hint" "$W/err10"'
+    if [ "$db" = postgresql ]; then
+        "$DLOCK" run "${WRONGDB[@]}" err10 -- touch "$W/ran10" 2> "$W/err10"; rc=$?
+        check "$db: a database without the extension: exit 69, dlock_acquire's error for \"err10\", the database dlock.database names as a hint ($(tr '\n' '|' < "$W/err10"))" \
+            eval 'test "$rc" = 69 -a ! -e "$W/ran10" && grep -q "acquire \"err10\": function dlock_acquire(.*) does not exist" "$W/err10" &&
+                  ! grep -q release_all "$W/err10" &&
+                  grep -qF "hint: the dlock extension is not installed in database \"app\"; it lives in the database named by dlock.database (SHOW dlock.database on the server): \"postgres\"" "$W/err10"'
+        "$DLOCK" ls "${WRONGDB[@]}" 2> "$W/err10"; rc=$?
+        check "$db: ls on a database without the extension: the same hint ($(tr '\n' '|' < "$W/err10"))" \
+            eval 'test "$rc" = 69 && grep -qF "not installed in database \"app\"; it lives in the database named by dlock.database" "$W/err10"'
+        sql "DROP DATABASE app" > /dev/null
+        sql "DROP ROLE nopriv" > /dev/null
+    else
+        # the plugin's functions not installed: one dropped for a moment
+        sql "DROP FUNCTION dlock_acquire" > /dev/null
+        run err10 -- touch "$W/ran10" 2> "$W/err10"; rc=$?
+        sql "CREATE FUNCTION dlock_acquire RETURNS INTEGER SONAME 'dlock_udf.so'" > /dev/null
+        check "$db: the plugin not installed: exit 69, the acquire's error for \"err10\", the install as a hint ($(tr '\n' '|' < "$W/err10"))" \
+            eval 'test "$rc" = 69 -a ! -e "$W/ran10" && grep -q "acquire \"err10\": FUNCTION .*dlock_acquire does not exist" "$W/err10" &&
+                  ! grep -q release_all "$W/err10" && grep -qF "hint: the dlock plugin is not installed on this server" "$W/err10"'
+        sql "DROP USER nopriv@localhost" > /dev/null
+    fi
+
+    # 11. DATABASE_URL: after --dsn/--mysql and DLOCK_DSN/DLOCK_MYSQL,
+    # before libpq's defaults; its scheme picks the server
+    if [ "$db" = postgresql ]; then
+        urls=("postgresql://postgres@127.0.0.1:$DLOCK_TEST_PG_PORT/postgres"
+              "postgres://postgres@/postgres?host=$DLOCK_TEST_PG_HOST&port=$DLOCK_TEST_PG_PORT")
+    else
+        urls=("mysql://dlock_test:dlock%5Ftest@127.0.0.1:$DLOCK_TEST_MY_PORT/mysql"
+              "mariadb://root@localhost/?socket=$DLOCK_TEST_MY_SOCKET")
+    fi
+    for u in "${urls[@]}"; do
+        t=$(env -u PGHOST -u PGPORT DATABASE_URL="$u" "$DLOCK" run url11 -- sh -c 'echo "$DLOCK_TOKEN"' 2> "$W/err11"); rc=$?
+        check "$db: DATABASE_URL=$u: run takes the lock there (exit $rc, token $t) $(head -1 "$W/err11")" \
+            eval 'test "$rc" = 0 && test "${t:-0}" -gt 0'
+    done
+    env DATABASE_URL="mysql://nobody@127.0.0.1:1/" "$DLOCK" run "${CONN[@]}" url11 -- true; rc=$?
+    check "$db: --dsn/--mysql wins over DATABASE_URL (exit $rc)" test "$rc" = 0
+    env DATABASE_URL="sqlite:///tmp/x.db" "$DLOCK" run url11 -- true 2> "$W/err11"; rc=$?
+    check "$db: DATABASE_URL of another scheme: exit 64 ($(head -1 "$W/err11"))" \
+        eval 'test "$rc" = 64 && grep -q DATABASE_URL "$W/err11"'
+
+    # 12. run --semaphore CAPACITY[:PERMITS], and campaign: the same watchdog
+    sem_sql sem12 3 1 semkey > /dev/null
+    out=$("$DLOCK" run "${CONN[@]}" --semaphore 3:2 sem12 -- sh -c '
+        echo "$DLOCK_TOKEN"; echo "$DLOCK_OWNER" > "$1"' sh "$W/sem12" 2>> "$W/log"); rc=$?
+    check "$db: run --semaphore 3:2 beside 1 held permit: runs (exit $rc, token $out)" \
+        eval 'test "$rc" = 0 && test "${out:-0}" -gt 0'
+    "$DLOCK" run "${CONN[@]}" --semaphore 3:3 --timeout 0 sem12 -- touch "$W/ran12" 2> "$W/err12"; rc=$?
+    check "$db: run --semaphore 3:3 --timeout 0 with 1 of 3 held: exit 75, not run ($(head -1 "$W/err12"))" \
+        test "$rc" = 75 -a ! -e "$W/ran12"
+    "$DLOCK" run "${CONN[@]}" --semaphore 3:2 sem12 -- sh -c '
+        echo "$DLOCK_OWNER" > "$1"; sleep 30' sh "$W/sem12b" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/sem12b"; then
+        seen=$(sql "SELECT permits, capacity FROM dlock.locks WHERE name = 'sem12' AND owner = '$(cat "$W/sem12b")'" | tr '\t|' '  ')
+        check "$db: the semaphore's holder takes 2 of capacity 3 (view: $seen)" test "$seen" = "2 3"
+        sql "SELECT dlock_release('sem12', '$(cat "$W/sem12b")')" > /dev/null
+        wait "$pid"; rc=$?
+        check "$db: run --semaphore: permits released by their key elsewhere: exit $rc (70)" test "$rc" = 70
+    else
+        kill "$pid"; wait "$pid"; fail "$db: run --semaphore: the command never started"
+    fi
+    sql "SELECT dlock_release('sem12', 'semkey')" > /dev/null
+    check "$db: nothing of the semaphore left" test "$(rows sem12)" = 0
+
+    "$DLOCK" campaign "${CONN[@]}" --ttl 3s --grace 1s el12 node-a:1 -- sh -c '
+        sleep 57 & echo $! > "$1.gc"; echo "$DLOCK_TOKEN $DLOCK_OWNER" > "$1"; wait' sh "$W/el12" 2>> "$W/log" &
+    pid=$!
+    if wait_for "$W/el12"; then
+        read -r term key < "$W/el12"
+        v=$("$DLOCK" leader "${CONN[@]}" el12)
+        check "$db: campaign: leads with its value while the command runs ($v, term $term)" \
+            eval 'test "$v" = node-a:1 && test "${term:-0}" -gt 0'
+        "$DLOCK" campaign "${CONN[@]}" --timeout 1s el12 node-b:1 -- touch "$W/ran12" 2> "$W/err12"; rc=$?
+        check "$db: a second campaign --timeout 1s: exit 75, not run" test "$rc" = 75 -a ! -e "$W/ran12"
+        "$DLOCK" campaign "${CONN[@]}" --timeout 0 el12 node-b:1 -- touch "$W/ran12" 2> "$W/err12"; rc=$?
+        check "$db: a second campaign --timeout 0: exit 75 at once, not run" test "$rc" = 75 -a ! -e "$W/ran12"
+        gc=$(cat "$W/el12.gc")
+        force_sql el12 "$key" > /dev/null
+        wait "$pid"; rc=$?
+        check "$db: campaign: the lead lost (force release): exit $rc (70), the command's group gone" \
+            eval 'test "$rc" = 70 && ! kill -0 "$gc" 2>/dev/null'
+    else
+        kill "$pid"; wait "$pid"; fail "$db: campaign: the command never started"
+    fi
+    "$DLOCK" campaign "${CONN[@]}" el12 node-c:1 -- sh -c 'exit 4' 2>> "$W/log"; rc=$?
+    "$DLOCK" leader "${CONN[@]}" el12 > /dev/null 2>&1; lrc=$?
+    check "$db: campaign: the command's status comes back ($rc), it resigned (leader exits $lrc)" \
+        test "$rc" = 4 -a "$lrc" = 1
+
+    # 13. ls: a semaphore's permits/capacity, an election's value, implied
+    # rows marked, --json, times in UTC with the zone whatever the session's
+    sql "$path_sql" > /dev/null; sem_sql sem13 5 2 k13 > /dev/null; sql "$camp13_sql" > /dev/null
+    if [ "$db" = postgresql ]; then
+        PGTZ=Etc/GMT-5 "$DLOCK" ls "${CONN[@]}" > "$W/ls13"; rc=$?
+        PGTZ=Etc/GMT-5 "$DLOCK" ls --json "${CONN[@]}" > "$W/ls13.json"
+    else
+        sql "SET GLOBAL time_zone = '+05:00'" > /dev/null
+        "$DLOCK" ls "${CONN[@]}" > "$W/ls13"; rc=$?
+        "$DLOCK" ls --json "${CONN[@]}" > "$W/ls13.json"
+        sql "SET GLOBAL time_zone = 'SYSTEM'" > /dev/null
+    fi
+    check "$db: ls marks the path's intention row implied ($(grep '^/ls13 ' "$W/ls13" | tr -s ' '))" \
+        eval 'test "$rc" = 0 && grep -qE "^/ls13 +CW +yes +implied " "$W/ls13" && grep -qE "^/ls13/x +exclusive +yes +k13 " "$W/ls13"'
+    check "$db: ls shows the semaphore's permits/capacity ($(grep '^sem13 ' "$W/ls13" | tr -s ' '))" \
+        grep -qE "^sem13 +semaphore +yes +k13 .* 2/5 " "$W/ls13"
+    check "$db: ls shows the leader's value ($(grep '^el13 ' "$W/ls13" | tr -s ' '))" \
+        grep -qE "^el13 +exclusive +yes +k13 .* node-z:9$" "$W/ls13"
+    check "$db: ls --json: one array, the same keys on every row, the values typed, times UTC +00 ($(head -c 200 "$W/ls13.json" | tr "\n" " ")...)" \
+        python3 - "$W/ls13.json" "$db" <<'PY'
+import json, sys, datetime
+rows = json.load(open(sys.argv[1]))
+pid = "pid" if sys.argv[2] == "postgresql" else "conn_id"
+keys = {"name", "mode", "granted", "implied", "position", "owner", pid, "token",
+        "permits", "capacity", "expires_at", "value"}
+assert isinstance(rows, list) and len(rows) == 4, rows
+assert all(set(r) == keys for r in rows), [sorted(r) for r in rows]
+by = {(r["name"], r["implied"]): r for r in rows}
+assert by[("/ls13", True)]["mode"] == "CW" and by[("/ls13", True)]["granted"] is True
+assert by[("/ls13/x", False)]["token"] > 0 and by[("/ls13/x", False)]["position"] is None
+assert by[("sem13", False)]["permits"] == 2 and by[("sem13", False)]["capacity"] == 5
+assert by[("el13", False)]["value"] == "node-z:9" and by[("el13", False)]["permits"] is None
+now = datetime.datetime.now(datetime.timezone.utc)
+for r in rows:
+    if r["implied"]:
+        continue  # an intention has no lease of its own
+    e = datetime.datetime.strptime(r["expires_at"], "%Y-%m-%d %H:%M:%S.%f+00").replace(tzinfo=datetime.timezone.utc)
+    assert 30 < (e - now).total_seconds() <= 61, (r["expires_at"], now)
+PY
+    sql "SELECT dlock_release_all('k13')" > /dev/null
+
+    # 14. in a terminal's foreground (script(1) gives one): the job gets the
+    # terminal, so it can read it, and a Ctrl-C reaches it
+    (sleep 1; echo hello) | script -qec "$(printf '%q ' "$DLOCK" run "${CONN[@]}" tty14 -- sh -c 'read x; echo "got:$x" > "$1"' sh "$W/tty14")" /dev/null > /dev/null 2>&1; rc=$?
+    check "$db: in a terminal, the job reads it (exit $rc, $(cat "$W/tty14" 2>/dev/null))" \
+        eval 'test "$rc" = 0 && test "$(cat "$W/tty14" 2>/dev/null)" = got:hello'
+    (sleep 2; printf '\003') | script -qec "$(printf '%q ' "$DLOCK" run "${CONN[@]}" tty14 -- sh -c 'echo x > "$1"; sleep 30 & wait' sh "$W/tty14b")" /dev/null > /dev/null 2>&1; rc=$?
+    check "$db: in a terminal, Ctrl-C stops the job (exit $rc: 130), the lock released" \
+        eval 'test "$rc" = 130 -a -s "$W/tty14b" && test "$(rows tty14)" = 0'
 done
 
 # through pgbouncer in transaction mode: owner keys need no session
@@ -283,7 +526,7 @@ check "postgresql: run through pgbouncer, renewing, passes the exit status" test
 # connection (blocking waits would pin both and stall until a timeout)
 WB="$DIR/work crowd"; mkdir -p "$WB"
 t0=$(now)
-for i in $(seq 6); do
+for _ in $(seq 6); do
     "$DLOCK" run --dsn "host='$DLOCK_TEST_BOUNCER_HOST' port=$DLOCK_TEST_BOUNCER_PORT user=postgres dbname=postgres" \
         --timeout 60s --ttl 3s b2 -- sh -c '
             mkdir "$1/inside" 2>/dev/null || { touch "$1/overlap"; exit 1; }

@@ -125,3 +125,45 @@ warnx_(const char *fmt,...)
 	/* one write, so lines of concurrent invocations do not interleave */
 	fprintf(stderr, "dlock: %s\n", buf);
 }
+
+/*
+ * db_failure
+ *		The last error of db and its hint, copied (before another statement
+ *		on db can replace them: the first error of a call is the one told).
+ */
+void
+db_failure(Db *db, DbFailure *f)
+{
+	snprintf(f->err, sizeof(f->err), "%s", db->ops->error(db));
+	db->ops->hint(db, f->hint, sizeof(f->hint));
+}
+
+/* report_failure prints "dlock: <what>: <error>" and "dlock: hint: ..." */
+void
+report_failure(const DbFailure *f, const char *fmt,...)
+{
+	char		what[1024];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	warnx_("%s: %s", what, f->err);
+	if (f->hint[0])
+		warnx_("hint: %s", f->hint);
+}
+
+/* report_db prints the last error of db (and its hint) for <what> */
+void
+report_db(Db *db, const char *fmt,...)
+{
+	char		what[1024];
+	DbFailure	f;
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	db_failure(db, &f);
+	report_failure(&f, "%s", what);
+}

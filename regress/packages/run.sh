@@ -57,12 +57,13 @@ MYDEB=$(ls "$ROOT"/deb/mariadb-plugin-dlock_*_*.deb | grep -v dbgsym | head -1)
 # 2. install
 if dpkg -i "$PGDEB" "$CLIDEB" "$MYDEB" > "$DIR/dpkg.log" 2>&1; then ok "dpkg -i the three packages"
 else cat "$DIR/dpkg.log"; fail "dpkg -i the three packages"; summary; exit 1; fi
-check "$PGPKG owns the library, the control file and the scripts; dlock owns /usr/bin/dlock" \
+check "$PGPKG owns the library, the control file and the scripts; dlock owns /usr/bin/dlock and its man page" \
     eval 'dpkg -L "$PGPKG" | grep -qx /usr/lib/postgresql/$PGV/lib/dlock.so &&
           dpkg -L "$PGPKG" | grep -qx /usr/share/postgresql/$PGV/extension/dlock.control &&
           dpkg -L "$PGPKG" | grep -qx /usr/share/postgresql/$PGV/extension/dlock--1.2.sql &&
           dpkg -L "$PGPKG" | grep -qx /usr/share/postgresql/$PGV/extension/dlock--1.1--1.2.sql &&
-          dpkg -L dlock | grep -qx /usr/bin/dlock'
+          dpkg -L dlock | grep -qx /usr/bin/dlock &&
+          dpkg -L dlock | grep -qx /usr/share/man/man1/dlock.1.gz'
 check "mariadb-plugin-dlock owns the plugin, its .cnf and dlock-mysql-install" \
     eval 'dpkg -L mariadb-plugin-dlock | grep -qx /usr/lib/mysql/plugin/dlock_udf.so &&
           dpkg -L mariadb-plugin-dlock | grep -qx /etc/mysql/mariadb.conf.d/50-dlock.cnf &&
