@@ -65,6 +65,13 @@
  * call at a time, and a signal ends the wait within one call.
  */
 #define WAIT_CALL_S		0.5
+/*
+ * The pause after a call that returned at once, behind another request:
+ * doubling from the first, at most the second (which bounds how long a
+ * grant made between two calls waits for its collecting call).
+ */
+#define WAIT_PAUSE_MIN_S 0.01
+#define WAIT_PAUSE_MAX_S 0.1
 /* How long to wait for the renewer to finish before exiting anyway. */
 #define JOIN_WAIT_S		2
 /* How long a job's group may take to go after SIGKILL (D state, NFS). */
@@ -537,6 +544,31 @@ cmd_run(const RunOpts *o)
 }
 
 /*
+ * nap_until_stop
+ *		Sleep about s seconds (not past end when the wait has a timeout), in
+ *		short steps that notice a stop.
+ */
+static void
+nap_until_stop(AcqJob *j, double s, double end)
+{
+	double		until = now_mono() + s;
+
+	if (j->o->timeout > 0 && until > end)
+		until = end;
+	while (!atomic_load(&j->stop) && now_mono() < until)
+	{
+		double		left = until - now_mono();
+		struct timespec ts;
+
+		if (left > 0.01)
+			left = 0.01;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long) (left * 1e9);
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
  * acquire_main
  *		The acquirer thread: one dlock_acquire (or dlock_try_acquire for
  *		--timeout 0), then a word on done_fd.
@@ -548,6 +580,7 @@ acquire_main(void *arg)
 	const DbOps *ops = j->db->ops;
 	double		end = now_mono() + j->o->timeout;
 	double		prev = 0;
+	double		pause = 0;
 
 	if (j->o->timeout == 0)
 	{
@@ -589,6 +622,21 @@ acquire_main(void *arg)
 			break;
 		}
 		prev = sent;
+
+		/*
+		 * A call behind another request returns at once, its place kept (the
+		 * server waits only for the first in line): pause before the next,
+		 * longer while it stays behind.
+		 */
+		if (now_mono() - sent < call / 2)
+		{
+			pause = pause > 0 ? pause * 2 : WAIT_PAUSE_MIN_S;
+			if (pause > WAIT_PAUSE_MAX_S)
+				pause = WAIT_PAUSE_MAX_S;
+			nap_until_stop(j, pause * (0.5 + 0.5 * (double) random() / RAND_MAX), end);
+		}
+		else
+			pause = 0;
 	}
 
 	/*
