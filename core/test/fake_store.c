@@ -6,6 +6,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fake_store.h"
@@ -175,17 +176,36 @@ fs_service_config(DLsConfig *c)
 }
 
 static int
+by_token(const void *a, const void *b)
+{
+	const FsRow *x = *(const FsRow *const *) a;
+	const FsRow *y = *(const FsRow *const *) b;
+
+	return (x->r.token > y->r.token) - (x->r.token < y->r.token);
+}
+
+/*
+ * The rows in token order, as MariaDB's adapter reads them: the lock
+ * manager keeps a lock's holders in the order they are loaded, and grant
+ * order is token order (README 1).
+ */
+static int
 load_rows(void *arg, DLockManager *lm, char *err, size_t errlen)
 {
+	static const FsRow *sorted[FS_MAXROWS];
+
 	(void) arg;
 	dlm_set_counter(lm, fs.store_hi);
 	for (int i = 0; i < fs.nstore; i++)
+		sorted[i] = &fs.store[i];
+	qsort(sorted, (size_t) fs.nstore, sizeof(sorted[0]), by_token);
+	for (int i = 0; i < fs.nstore; i++)
 	{
-		DLmHolderRow r = fs.store[i].r;
+		DLmHolderRow r = sorted[i]->r;
 		DLmError	e;
 
-		r.name = fs.store[i].name;
-		r.owner_key = fs.store[i].keyed ? fs.store[i].key : NULL;
+		r.name = sorted[i]->name;
+		r.owner_key = sorted[i]->keyed ? sorted[i]->key : NULL;
 		if ((e = dlm_load_holder(lm, &r)) != DLM_OK)
 		{
 			snprintf(err, errlen, "row %" PRId64 ": %s", r.token, dlm_error_message(e));
