@@ -425,15 +425,44 @@ static void
 force_release_all(DLockService *s, const DLsRequest *r)
 {
 	DLmRequest	q = r->q;
+	const DLmHolder **gone = NULL;
+	int			ngone = 0;
 
+	/*
+	 * The key's holders already gone since the last commit (a lease run
+	 * out, its own release) are not this release's to announce: only the
+	 * names it takes from the key are.
+	 */
+	for (int pass = 0; pass < 2; pass++)
+	{
+		ngone = 0;
+		for (DLmHolder *h = dlm_touched_holders(s->lm); h; h = h->touched_next)
+			if (h->p.dead && !h->implied && h->owner->key &&
+				strcmp(h->owner->key, r->q.owner_key) == 0)
+			{
+				if (gone)
+					gone[ngone] = h;
+				ngone++;
+			}
+		if (pass == 1 || ngone == 0 || (gone = malloc(sizeof(*gone) * ngone)) == NULL)
+			break;
+	}
 	q.op = DLOCK_OP_RELEASE_ALL;
 	q.any_role = true;
 	q.value = NULL;
 	(void) dlm_request(s->lm, &q, s->now);
 	for (DLmHolder *h = dlm_touched_holders(s->lm); h; h = h->touched_next)
-		if (h->p.dead && !h->implied && h->owner->key && r->q.owner_key &&
+		if (h->p.dead && !h->implied && h->owner->key &&
 			strcmp(h->owner->key, r->q.owner_key) == 0)
-			notify_later(s, h->lock->name);
+		{
+			bool		before = false;
+
+			for (int i = 0; i < ngone && gone && !before; i++)
+				before = gone[i] == h;
+			if (!before)
+				notify_later(s, h->lock->name);
+		}
+	free(gone);
 	revoked_add(s, r->q.owner_key, 0, 0, NULL, r->q.value);
 }
 

@@ -143,6 +143,17 @@ struct Model
 				cedges;
 	int			dl_owner;
 	const char *dl_lock;
+
+	/* 18: the service */
+	ModelAnswer *bans;			/* the batches' answers since the last commit */
+	int			nbans,
+				cbans;
+	struct MRevoked *revoked;	/* oldest first */
+	int			nrevoked,
+				crevoked;
+	char	  **rnames;			/* force-released names since the last commit */
+	int			nrnames,
+				crnames;
 };
 
 static void *
@@ -181,6 +192,25 @@ model_bug(const char *what)
 {
 	fprintf(stderr, "model: internal error: %s\n", what);
 	abort();
+}
+
+/* 18.5: an administrator's release, remembered */
+typedef struct MRevoked
+{
+	char	   *key;			/* NULL: a session's */
+	int32_t		pid;
+	int64_t		start;
+	char	   *name;			/* NULL: every name of the key */
+	char		reason[64];
+	DLockTime	at;
+	bool		forgotten;		/* by a grant not committed yet */
+} MRevoked;
+
+static void
+revoked_free(MRevoked *v)
+{
+	free(v->key);
+	free(v->name);
 }
 
 void
@@ -238,6 +268,13 @@ model_destroy(Model *m)
 	free(m->answers);
 	free(m->notified);
 	free(m->edges);
+	for (int i = 0; i < m->nrevoked; i++)
+		revoked_free(&m->revoked[i]);
+	free(m->revoked);
+	for (int i = 0; i < m->nrnames; i++)
+		free(m->rnames[i]);
+	free(m->rnames);
+	free(m->bans);
 	free(m);
 }
 
@@ -2695,4 +2732,388 @@ model_check(const Model *m)
 		}
 	}
 	return NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* 18. The service: batches, force release and revocations, reloads */
+
+/* 18.5, from the README: an hour, at most 1024 (the oldest go first) */
+#define REVOKED_KEEP_US ((DLockTime) 3600 * 1000000)
+#define REVOKED_MAX 1024
+
+static char *
+xstrdup_or_null(const char *s)
+{
+	return s ? xstrndup(s, strlen(s)) : NULL;
+}
+
+static void
+revoked_remove(Model *m, int i)
+{
+	revoked_free(&m->revoked[i]);
+	memmove(&m->revoked[i], &m->revoked[i + 1], sizeof(MRevoked) * (size_t) (m->nrevoked - i - 1));
+	m->nrevoked--;
+}
+
+/* Those older than the hour are no more. */
+static void
+revoked_expire(Model *m, DLockTime now)
+{
+	for (int i = m->nrevoked - 1; i >= 0; i--)
+		if (now - m->revoked[i].at > REVOKED_KEEP_US)
+			revoked_remove(m, i);
+}
+
+static void
+revoked_add(Model *m, const char *key, int32_t pid, int64_t start, const char *name,
+			const char *reason, DLockTime now)
+{
+	MRevoked   *v;
+
+	revoked_expire(m, now);
+	if (m->nrevoked == REVOKED_MAX)
+		revoked_remove(m, 0);
+	GROW(m->revoked, m->nrevoked, m->crevoked);
+	v = &m->revoked[m->nrevoked++];
+	memset(v, 0, sizeof(*v));
+	v->key = xstrdup_or_null(key);
+	v->pid = key ? 0 : pid;
+	v->start = key ? 0 : start;
+	v->name = xstrdup_or_null(name);
+	snprintf(v->reason, sizeof(v->reason), "%s", reason ? reason : "");
+	v->at = now;
+}
+
+static bool
+revoked_owner(const MRevoked *v, const DLmRequest *r)
+{
+	if (v->key || r->owner_key)
+		return v->key && r->owner_key && strcmp(v->key, r->owner_key) == 0;
+	return v->pid == r->pid && v->start == r->session_start;
+}
+
+/* The model's answers of the last event join the batch's; r: the request it was */
+static void
+collect(Model *m, const DLmRequest *r, DLockTime now)
+{
+	for (int i = 0; i < m->nanswers; i++)
+	{
+		ModelAnswer a = m->answers[i];
+
+		if (r && a.requester == r->requester && r->nnames > 0 && r->names[0][0] != '\0')
+		{
+			/* 18.5: NOT_HELD of a remembered (owner, name) is REVOKED, the newest reason */
+			if (a.status == DLOCK_STATUS_NOT_HELD &&
+				(r->op == DLOCK_OP_RENEW || r->op == DLOCK_OP_RELEASE ||
+				 r->op == DLOCK_OP_CONVERT || r->op == DLOCK_OP_PROCLAIM))
+			{
+				revoked_expire(m, now);
+				for (int k = m->nrevoked - 1; k >= 0; k--)
+				{
+					const MRevoked *v = &m->revoked[k];
+
+					if (!v->forgotten && revoked_owner(v, r) &&
+						(v->name == NULL || strcmp(v->name, r->names[0]) == 0))
+					{
+						a.status = DLOCK_STATUS_REVOKED;
+						snprintf(a.reason, sizeof(a.reason), "%s", v->reason);
+						break;
+					}
+				}
+			}
+			/* a grant forgets the owner's revocations of its names (at the commit) */
+			else if (a.status == DLOCK_STATUS_GRANTED)
+				for (int k = 0; k < m->nrevoked; k++)
+				{
+					MRevoked   *v = &m->revoked[k];
+					bool		named = v->name == NULL;
+
+					for (int j = 0; j < r->nnames && !named; j++)
+						named = strcmp(v->name, r->names[j]) == 0;
+					if (named && revoked_owner(v, r))
+						v->forgotten = true;
+				}
+		}
+		GROW(m->bans, m->nbans, m->cbans);
+		m->bans[m->nbans++] = a;
+	}
+	m->nanswers = 0;
+}
+
+static void
+revoked_name(Model *m, const char *name)
+{
+	for (int i = 0; i < m->nrnames; i++)
+		if (strcmp(m->rnames[i], name) == 0)
+			return;
+	GROW(m->rnames, m->nrnames, m->crnames);
+	m->rnames[m->nrnames++] = xstrndup(name, strlen(name));
+}
+
+/* 18.5 FORCE_RELEASE: every named holder of the name (the key's), every level */
+static void
+force_release(Model *m, const DLmRequest *r, DLockTime now)
+{
+	int			lock = lock_find(m, r->names[0]);
+	int			victims[256];
+	int64_t		tokens[256];
+	int			nv = 0;
+	int			n = 0;
+
+	/* in grant order (1): releasing one may grant another's conversion first */
+	for (int i = 0; lock >= 0 && i < m->nholders && nv < 256; i++)
+	{
+		const MHolder *h = &m->holders[i];
+		const char *key = m->owners[h->owner].key;
+
+		if (h->live && h->lock == lock && !h->implied &&
+			(r->owner_key == NULL || (key && strcmp(key, r->owner_key) == 0)))
+		{
+			tokens[nv] = h->token;
+			victims[nv++] = h->owner;
+		}
+	}
+	sort_by(victims, tokens, nv);
+	for (int i = 0; i < nv; i++)
+	{
+		const MOwner *o = &m->owners[victims[i]];
+		DLmRequest	q;
+
+		memset(&q, 0, sizeof(q));
+		q.op = DLOCK_OP_RELEASE;
+		q.requester = DLM_NOBODY;
+		q.owner_key = o->key;
+		q.pid = o->key ? r->pid : o->pid;
+		q.session_start = o->key ? r->session_start : o->start;
+		q.names = r->names;
+		q.nnames = 1;
+		q.role = r->role;
+		q.any_role = true;
+		while (named_holder(m, lock, victims[i]) >= 0)
+		{
+			model_request(m, &q, now);
+			collect(m, NULL, now);
+		}
+		revoked_add(m, o->key, o->pid, o->start, r->names[0], r->value, now);
+		n++;
+	}
+	if (n > 0)
+		revoked_name(m, r->names[0]);
+	answer(m, r->requester, DLOCK_STATUS_COUNT)->count = n;
+	collect(m, NULL, now);
+}
+
+/* 18.5 FORCE_RELEASE_ALL: release_all of the key on its behalf */
+static void
+force_release_all(Model *m, const DLmRequest *r, DLockTime now)
+{
+	int			o = owner_find(m, r->owner_key, 0, 0);
+	DLmRequest	q = *r;
+
+	for (int i = 0; o >= 0 && i < m->nholders; i++)
+		if (m->holders[i].live && m->holders[i].owner == o && !m->holders[i].implied)
+			revoked_name(m, m->locks[m->holders[i].lock].name);
+	q.op = DLOCK_OP_RELEASE_ALL;
+	q.any_role = true;
+	q.value = NULL;
+	model_request(m, &q, now);
+	collect(m, NULL, now);
+	revoked_add(m, r->owner_key, 0, 0, NULL, r->value, now);
+}
+
+int
+model_batch(Model *m, const ModelBatch *b, DLockTime now, int expire_max)
+{
+	int			expired;
+
+	/* (a) withdrawals, all at once */
+	if (b->nwithdrawn > 0)
+	{
+		model_withdraw(m, b->withdrawn, b->nwithdrawn, now);
+		collect(m, NULL, now);
+	}
+	/* (b) ended sessions */
+	for (int i = 0; i < b->nended; i++)
+	{
+		model_session_end(m, b->ended[i].pid, b->ended[i].session_start,
+						  b->ended[i].requester, now);
+		collect(m, NULL, now);
+	}
+	/* (c) leases run out, at most the limit */
+	expired = model_expire(m, now, expire_max);
+	collect(m, NULL, now);
+	/* (d) the new requests in submission order */
+	for (int i = 0; i < b->nfresh; i++)
+	{
+		const DLmRequest *r = &b->fresh[i];
+
+		if (r->op == DLOCK_OP_FORCE_RELEASE && r->nnames == 1)
+			force_release(m, r, now);
+		else if (r->op == DLOCK_OP_FORCE_RELEASE_ALL && r->owner_key)
+			force_release_all(m, r, now);
+		else
+		{
+			model_request(m, r, now);
+			collect(m, r, now);
+		}
+	}
+	return expired;
+}
+
+const ModelAnswer *
+model_batch_answers(const Model *m, int *n)
+{
+	*n = m->nbans;
+	return m->bans;
+}
+
+int
+model_revoked_names(const Model *m, const char **out, int max)
+{
+	for (int i = 0; i < m->nrnames && i < max; i++)
+		out[i] = m->rnames[i];
+	return m->nrnames;
+}
+
+int
+model_nrevoked(const Model *m)
+{
+	return m->nrevoked;
+}
+
+void
+model_commit(Model *m)
+{
+	for (int i = m->nrevoked - 1; i >= 0; i--)
+		if (m->revoked[i].forgotten)
+			revoked_remove(m, i);
+	for (int i = 0; i < m->nrnames; i++)
+		free(m->rnames[i]);
+	m->nrnames = 0;
+	m->nbans = 0;
+	model_settle(m);
+}
+
+#define COPY_ARRAY(dst, src, n, cap) \
+	do { \
+		(dst) = (cap) > 0 ? xrealloc(NULL, sizeof(*(src)) * (size_t) (cap)) : NULL; \
+		if ((n) > 0) \
+			memcpy((dst), (src), sizeof(*(src)) * (size_t) (n)); \
+	} while (0)
+
+Model *
+model_copy(const Model *m)
+{
+	Model	   *c = xrealloc(NULL, sizeof(Model));
+
+	*c = *m;
+	COPY_ARRAY(c->owners, m->owners, m->nowners, m->cowners);
+	for (int i = 0; i < c->nowners; i++)
+		c->owners[i].key = xstrdup_or_null(m->owners[i].key);
+	COPY_ARRAY(c->locks, m->locks, m->nlocks, m->clocks);
+	for (int i = 0; i < c->nlocks; i++)
+		c->locks[i].name = xstrdup_or_null(m->locks[i].name);
+	COPY_ARRAY(c->holders, m->holders, m->nholders, m->cholders);
+	COPY_ARRAY(c->waiters, m->waiters, m->nwaiters, m->cwaiters);
+	COPY_ARRAY(c->reqs, m->reqs, m->nreqs, m->creqs);
+	for (int i = 0; i < c->nreqs; i++)
+	{
+		c->reqs[i] = xrealloc(NULL, sizeof(MReq));
+		*c->reqs[i] = *m->reqs[i];
+	}
+	COPY_ARRAY(c->scan, m->scan, m->nscan, m->cscan);
+	COPY_ARRAY(c->in_scan, m->in_scan, m->cin_scan, m->cin_scan);
+	COPY_ARRAY(c->recheck, m->recheck, m->nrecheck, m->crecheck);
+	COPY_ARRAY(c->in_recheck, m->in_recheck, m->cin_recheck, m->cin_recheck);
+	COPY_ARRAY(c->answers, m->answers, m->nanswers, m->canswers);
+	COPY_ARRAY(c->bans, m->bans, m->nbans, m->cbans);
+	/* these point into the original's names: a copy starts without them */
+	c->notified = NULL;
+	c->nnotified = c->cnotified = 0;
+	c->edges = NULL;
+	c->nedges = c->cedges = 0;
+	c->dl_lock = NULL;
+	COPY_ARRAY(c->revoked, m->revoked, m->nrevoked, m->crevoked);
+	for (int i = 0; i < c->nrevoked; i++)
+	{
+		c->revoked[i].key = xstrdup_or_null(m->revoked[i].key);
+		c->revoked[i].name = xstrdup_or_null(m->revoked[i].name);
+	}
+	COPY_ARRAY(c->rnames, m->rnames, m->nrnames, m->crnames);
+	for (int i = 0; i < c->nrnames; i++)
+		c->rnames[i] = xstrdup_or_null(m->rnames[i]);
+	return c;
+}
+
+void
+model_reload(Model *m, int64_t counter,
+			 bool (*alive) (void *arg, int32_t pid, int64_t start), void *arg,
+			 DLockTime grace_until, DLockTime now, bool restart)
+{
+	if (restart)
+	{
+		/* a new service remembers nothing */
+		for (int i = 0; i < m->nrevoked; i++)
+			revoked_free(&m->revoked[i]);
+		m->nrevoked = 0;
+	}
+	/* the store keeps holders and kept places: a waiting call is gone */
+	for (int q = 0; q < m->nreqs; q++)
+	{
+		MReq	   *R = m->reqs[q];
+
+		if (!R->live)
+			continue;
+		if (R->kept_until != 0)
+		{
+			R->requester = DLM_NOBODY;
+			continue;
+		}
+		for (int k = 0; k < R->nparts; k++)
+			m->waiters[R->parts[k]].live = false;
+		R->live = false;
+	}
+	/* sessions that ended while nobody was looking */
+	for (int i = 0; i < m->nholders; i++)
+	{
+		MHolder    *h = &m->holders[i];
+		const MOwner *o = &m->owners[h->owner];
+
+		if (h->live && o->key == NULL && alive && !alive(arg, o->pid, o->start))
+			h->live = false;
+	}
+	/* the restart's grace */
+	if (grace_until != 0)
+	{
+		for (int i = 0; i < m->nholders; i++)
+			if (m->holders[i].live && m->holders[i].expires_at != 0 &&
+				m->holders[i].expires_at < grace_until)
+				m->holders[i].expires_at = grace_until;
+		for (int q = 0; q < m->nreqs; q++)
+			if (m->reqs[q]->live && m->reqs[q]->kept_until != 0 &&
+				m->reqs[q]->kept_until < grace_until)
+				m->reqs[q]->kept_until = grace_until;
+	}
+	m->ticket = counter;
+	for (int i = 0; i < m->nlocks; i++)
+	{
+		m->locks[i].announced = false;
+		m->in_scan[i] = false;
+	}
+	for (int i = 0; i < m->cin_recheck; i++)
+		m->in_recheck[i] = false;
+	m->nscan = m->nrecheck = 0;
+	m->nnotified = 0;
+	m->nbans = 0;
+	for (int i = 0; i < m->nrnames; i++)
+		free(m->rnames[i]);
+	m->nrnames = 0;
+	/* 14.7: a pass over every lock with a line */
+	begin_event(m, now);
+	for (int i = 0; i < m->nwaiters; i++)
+		if (m->waiters[i].live)
+			scan_push(m, m->waiters[i].lock);
+	drain(m);
+	m->nanswers = 0;
+	model_settle(m);
 }

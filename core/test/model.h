@@ -18,6 +18,14 @@
  *										looking at the picture
  *		model_deadlock_edges			the waits-for edges when the last
  *										DEADLOCK was found (to check a cycle)
+ *
+ * and the service around the rules (core/README 18), as plainly:
+ *		model_batch						one batch in the order of 18.1, force
+ *										release and revocations (18.5)
+ *		model_batch_answers, model_commit
+ *										what the batches said; committed
+ *		model_copy, model_reload		the committed picture kept, and a
+ *										new picture loaded from it (18.7)
  */
 #ifndef DLOCK_MODEL_H
 #define DLOCK_MODEL_H
@@ -67,6 +75,7 @@ typedef struct ModelAnswer
 	int			ntokens;
 	int64_t		tokens[DLOCK_MAX_MULTI];
 	DLmError	error;
+	char		reason[64];		/* REVOKED (18.5) */
 } ModelAnswer;
 
 /* A holder or waiter as the test compares them. */
@@ -162,5 +171,55 @@ extern int	model_deadlock_edges(const Model *m, const ModelEdge **edges,
 /* Invariants of section 10 on the model's own picture; NULL if they hold,
  * else a description (static buffer). */
 extern const char *model_check(const Model *m);
+
+/* ---------------------------------------------------------------- */
+/* 18. The service: batches, revocations, reloads */
+
+typedef struct ModelSessionEnd
+{
+	int32_t		pid;
+	int64_t		session_start;
+	int			requester;		/* its waiting request; DLM_NOBODY: none */
+} ModelSessionEnd;
+
+/* A batch as collected (18.1); requests may be DLOCK_OP_FORCE_RELEASE(_ALL). */
+typedef struct ModelBatch
+{
+	const int  *withdrawn;		/* requesters */
+	int			nwithdrawn;
+	const ModelSessionEnd *ended;
+	int			nended;
+	const DLmRequest *fresh;	/* in submission order */
+	int			nfresh;
+} ModelBatch;
+
+/*
+ * Decides a batch at now, expiring at most expire_max leases (the limit of
+ * 18.4, which the caller learns from the service: it depends on time
+ * taken); returns how many leases and places ran out.  Its answers join
+ * model_batch_answers (non-QUEUED ones also say the batch answered).
+ */
+extern int	model_batch(Model *m, const ModelBatch *b, DLockTime now, int expire_max);
+/* Answers of the batches since the last model_commit, in order. */
+extern const ModelAnswer *model_batch_answers(const Model *m, int *n);
+/* Names force-released since the last model_commit (announced at it). */
+extern int	model_revoked_names(const Model *m, const char **out, int max);
+/* The batches are committed (18.2, 18.5): settle, forget, start again. */
+extern void model_commit(Model *m);
+/* A deep copy (the picture as committed, to go back to). */
+extern Model *model_copy(const Model *m);
+
+/*
+ * 18.7: the picture loaded again from what m holds (a copy of the committed
+ * one): waiting requests gone but kept places, sessions alive() says are
+ * gone dropped, leases and places running out before grace_until (0: none)
+ * extended to it, tickets from counter on, what the picture lets through
+ * granted.  restart: a new service (the revocations are forgotten).
+ */
+extern void model_reload(Model *m, int64_t counter,
+						 bool (*alive) (void *arg, int32_t pid, int64_t start), void *arg,
+						 DLockTime grace_until, DLockTime now, bool restart);
+/* Revocations remembered now (18.5), for a report. */
+extern int	model_nrevoked(const Model *m);
 
 #endif							/* DLOCK_MODEL_H */

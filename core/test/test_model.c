@@ -11,7 +11,13 @@
  *		dlm_destroy.  A mismatch is shrunk (delta debugging, each try in a
  *		child process) and printed as C code that compiles as it is.
  *
+ *		Then the service (core/README 18.9): random batches through
+ *		dlock_service.c over the fake store and through model_batch,
+ *		compared after every batch; a mismatch prints its seed and batch.
+ *
  *		test/test_model [options] [events] [seed]	default 100000 events, seed 1
+ *		  -b n		service batches (default events / 2; also DLOCK_MODEL_BATCHES)
+ *		  -S seed	that service sequence alone (no lock manager sequences)
  *		  -m		the model alone, its invariants checked (no core)
  *		  -F		no child process per sequence (for a debugger; no
  *					shrinking)
@@ -25,7 +31,7 @@
  * /p/s, the owner keys k1 and k2 and up to four sessions (requester i is
  * session i; sessions end and come back with a new start).  One sequence
  * in four runs with a fresh hash seed.  The last line is
- * "model: N passed, M failed" (sequences).
+ * "model: N passed, M failed" (sequences, the service's included).
  */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE				/* MAP_ANONYMOUS */
@@ -980,7 +986,7 @@ status_name(DLockStatus s)
 	static const char *const names[] = {
 		"NONE", "GRANTED", "REFUSED", "RELEASED", "NOT_HELD", "RENEWED", "COUNT",
 		"CANCELED", "WITHDRAWN", "MODE_HELD", "DEADLOCK", "NOT_READY", "ERROR", "QUEUED",
-		"KEPT"
+		"KEPT", "REVOKED"
 	};
 
 	if ((int) s < 0 || (int) s >= (int) (sizeof(names) / sizeof(names[0])))
@@ -2342,10 +2348,669 @@ run_sequence(uint64_t seq_seed, int len, const uint64_t hash_seed[2], bool print
 	return bad >= 0 ? category : 0;
 }
 
+/* ---------------------------------------------------------------- */
+/*
+ * 18. The service: random batches through the real service (dlock_service.c)
+ * over the fake store (fake_store.c), whose commits fail when told to, and
+ * through the model's batch (model_batch), compared after every batch: the
+ * published answers (REVOKED with its reason), every name's holders and
+ * line, the expiry limit (18.4: at most the limit reaped, the soonest
+ * first, all that are due when the limit did not cut, the limit moving only
+ * after a batch it cut short and by at most a factor of two), what a failed
+ * batch left (nothing), and the picture after a reload (18.7) against the
+ * model's committed picture loaded again.  A mismatch prints the sequence's
+ * seed and the batch ("-S seed" runs that sequence again).
+ */
+
+#include "fake_store.h"
+
+#define BURST_MAX 150			/* sessions of a mass expiry: pids 5000.. */
+#define SVC_REASONS 4
+
+typedef struct Svc
+{
+	uint64_t	rng;
+	DLockService *s;
+	DLockManager *lm;
+	Model	   *m;
+	Model	   *committed;		/* the model as last committed */
+	Run			run;			/* the diff and its category */
+	int32_t		pid[NREQ];
+	int64_t		start[NREQ];
+	bool		dead_burst;		/* at this restart: the burst sessions are gone */
+	bool		dead[NREQ];
+	int			burst_pct;
+	int			fail_pct;
+	int			reload_pct;
+	int			force_pct;
+	int			key_pct;
+	int			batch;
+} Svc;
+
+/* Coverage of the service sequences (shared with their children). */
+typedef struct SvcStats
+{
+	long		batches;
+	long		deferred;
+	long		idle;
+	long		failed;
+	long		reloads;
+	long		restarts;
+	long		revoked;		/* REVOKED answers compared */
+	long		forced;			/* force releases */
+	long		cut;			/* batches the expiry limit cut short */
+	long		expired;
+	int			max_limit;
+} SvcStats;
+
+static SvcStats *sstats;
+
+static bool
+svc_alive(void *arg, int32_t pid, int64_t start)
+{
+	const Svc  *v = arg;
+
+	if (pid >= 5000)
+		return !v->dead_burst;
+	for (int r = 0; r < NREQ; r++)
+		if (v->pid[r] == pid && v->start[r] == start)
+			return !v->dead[r];
+	return true;				/* a session of the past: ended, holds nothing */
+}
+
+static bool
+svc_load(Svc *v, DLockTime grace)
+{
+	DLmConfig	cfg;
+	char		err[200];
+
+	memset(&cfg, 0, sizeof(cfg));
+	if (v->lm && !fs_drop(v->lm))
+		fail(&v->run, CAT_MEMORY, "  a picture freed with %ld blocks not given back", fs.mem.live);
+	v->lm = NULL;
+	cfg.nrequesters = NREQ;
+	cfg.max_name_len = MAX_NAME_LEN;
+	cfg.ticket_reserve = TICKET_RESERVE;
+	cfg.seed[0] = test_rand(&v->rng);
+	cfg.seed[1] = test_rand(&v->rng);
+	v->lm = fs_load(v->s, &cfg, svc_alive, v, grace, err, sizeof(err));
+	if (v->lm == NULL)
+		fail(&v->run, CAT_STORE, "  the load failed: %s", err);
+	return v->lm != NULL;
+}
+
+/* The core's picture (the service's manager) against the model's. */
+static void
+svc_compare_pictures(Svc *v)
+{
+	static Pic	cp,
+				mp;
+
+	pic_from_model(v->m, &mp);
+	pic_from_core(v->lm, &cp);
+	/* a batch not committed yet (deferred) still has the locks it emptied: freed at dlm_settle */
+	for (int n = 0; n < NNAMES; n++)
+		cp.present[n] = cp.nh[n] + cp.nw[n] > 0;
+	compare_pics(&v->run, &cp, &mp);
+	check_pic(&v->run, &cp, "core", INT64_MAX, &mp);
+	check_grantable(&v->run, &cp, &mp);
+	if (dlm_next_expiry(v->lm) != model_next_expiry(v->m))
+		fail(&v->run, CAT_PICTURE, "  next expiry: core %" PRId64 ", model %" PRId64,
+			 dlm_next_expiry(v->lm), model_next_expiry(v->m));
+	for (int r = 0; r < NREQ; r++)
+		if ((dlm_waiter_of(v->lm, r) != NULL) != model_waiting(v->m, r))
+			fail(&v->run, CAT_PICTURE, "  requester %d: waits in the core: %s, in the model: %s",
+				 r, dlm_waiter_of(v->lm, r) ? "yes" : "no", model_waiting(v->m, r) ? "yes" : "no");
+}
+
+/* The answers published by the batch against the model's since the last commit. */
+static void
+svc_compare_answers(Svc *v, bool committed)
+{
+	int			nm;
+	const ModelAnswer *ma = model_batch_answers(v->m, &nm);
+
+	for (int r = 0; r < NREQ; r++)
+	{
+		const ModelAnswer *m = NULL;
+		const FsAnswer *p = fs.published[r].any ? &fs.published[r] : NULL;
+		char		cb[600],
+					mb[600];
+
+		for (int i = 0; i < nm; i++)
+			if (ma[i].requester == r && ma[i].status != DLOCK_STATUS_QUEUED)
+				m = &ma[i];
+		if (p == NULL && m == NULL)
+			continue;
+		if (p)
+			describe_answer(cb, sizeof(cb), p->a.status, p->a.token, p->a.expires_at,
+							p->a.count, p->a.name_index, p->a.ntokens, p->tokens, p->a.error, 0);
+		else
+			snprintf(cb, sizeof(cb), "(nothing)");
+		if (m)
+			describe_answer(mb, sizeof(mb), m->status, m->token, m->expires_at, m->count,
+							m->name_index, m->ntokens, m->tokens, m->error, 0);
+		else
+			snprintf(mb, sizeof(mb), "(nothing)");
+		if (p && m)
+		{
+			CoreAnswer	c;
+
+			memset(&c, 0, sizeof(c));
+			c.requester = r;
+			c.a = p->a;
+			memcpy(c.tokens, p->tokens, sizeof(c.tokens));
+			if (m->status == DLOCK_STATUS_REVOKED)
+			{
+				sstats->revoked++;
+				if (p->a.status == DLOCK_STATUS_REVOKED && strcmp(p->reason, m->reason) != 0)
+					fail(&v->run, CAT_ANSWER, "  requester %d: REVOKED with reason \"%s\", the model's \"%s\"",
+						 r, p->reason, m->reason);
+			}
+			if (answers_agree(&c, m) && m->status != DLOCK_STATUS_DEADLOCK)
+				continue;
+			if (m->status == DLOCK_STATUS_DEADLOCK && p->a.status == m->status)
+				continue;		/* the cycle: checked by the lock manager's sequences */
+		}
+		fail(&v->run, CAT_ANSWER, "  requester %d: published %s, model %s", r, cb, mb);
+	}
+	/* the names force-released are announced at the commit */
+	if (committed)
+	{
+		const char *mn[16];
+		int			n = model_revoked_names(v->m, mn, 16);
+		bool		same = n <= 16;
+
+		/* as a set: a name released twice in a batch may be announced twice (one NOTIFY) */
+		for (int i = 0; i < n && i < 16 && same; i++)
+		{
+			same = false;
+			for (int k = 0; k < fs.nlast_revoked; k++)
+				same |= strcmp(fs.last_revoked[k], mn[i]) == 0;
+		}
+		for (int k = 0; k < fs.nlast_revoked && same; k++)
+		{
+			same = false;
+			for (int i = 0; i < n && i < 16; i++)
+				same |= strcmp(fs.last_revoked[k], mn[i]) == 0;
+		}
+		if (!same)
+		{
+			fail(&v->run, CAT_NOTIFY, "  the commit announced other force-released names than the model");
+			for (int k = 0; k < fs.nlast_revoked; k++)
+				fail(&v->run, CAT_NONE, "    announced %s", fs.last_revoked[k]);
+			for (int k = 0; k < n && k < 16; k++)
+				fail(&v->run, CAT_NONE, "    model %s", mn[k]);
+		}
+	}
+	for (int r = 0; r < FS_NREQ; r++)
+		fs.published[r].any = false;
+}
+
+/* The picture is thrown away and loaded again from the store; the model likewise from its committed copy. */
+static void
+svc_reload(Svc *v, bool restart)
+{
+	DLockTime	grace = 0;
+	DLockTime	now;
+
+	for (int r = 0; r < FS_NREQ; r++)
+		fs.pending[r].any = false;
+	/* tokens never go back: the stored counter is past every ticket a committed batch handed out */
+	if (fs.store_hi < model_next_ticket(v->committed))
+		fail(&v->run, CAT_COUNTER, "  the stored counter %" PRId64 " is below the committed picture's next ticket %" PRId64,
+			 fs.store_hi, model_next_ticket(v->committed));
+	model_destroy(v->m);
+	v->m = model_copy(v->committed);
+	memset(v->dead, 0, sizeof(v->dead));
+	v->dead_burst = false;
+	if (restart)
+	{
+		DLsConfig	c;
+		DLmCounters counted;
+
+		/* a new server: a new service (the statistics carried on), sessions gone, a grace */
+		v->dead_burst = test_rnd(&v->rng, 2) == 0;
+		for (int r = 0; r < NREQ; r++)
+			v->dead[r] = test_rnd(&v->rng, 3) == 0;
+		if (test_rnd(&v->rng, 2))
+			grace = fs.clk + UNIT * (1 + test_rnd(&v->rng, 6));
+		fs_service_config(&c);
+		counted = *dls_counters(v->s);	/* the old service goes first */
+		c.counters = &counted;
+		if (v->lm && !fs_drop(v->lm))
+			fail(&v->run, CAT_MEMORY, "  a picture freed with %ld blocks not given back", fs.mem.live);
+		v->lm = NULL;
+		dls_destroy(v->s);
+		v->s = dls_create(&c);
+		sstats->restarts++;
+	}
+	sstats->reloads++;
+	fs.fail_commits = 0;
+	now = fs.clk;				/* dls_load reads the clock before its commit */
+	if (!svc_load(v, grace))
+		return;
+	model_reload(v->m, fs.store_hi, svc_alive, v, grace, now, restart);
+	/* a session gone comes back as a new one */
+	for (int r = 0; r < NREQ; r++)
+		if (v->dead[r])
+			v->start[r] += 1 + test_rnd(&v->rng, 3);
+	memset(v->dead, 0, sizeof(v->dead));
+	v->dead_burst = false;
+	svc_compare_pictures(v);
+	if (restart && dls_expire_limit(v->s) != DLS_EXPIRE_MIN)
+		fail(&v->run, CAT_PICTURE, "  a new service's expiry limit is %d", dls_expire_limit(v->s));
+	model_destroy(v->committed);
+	v->committed = model_copy(v->m);
+}
+
+static const char *const SVC_NAMES[] = {"a", "b", "c", "/p", "/p/q"};
+static const char *const SVC_REASON[SVC_REASONS] = {"maintenance", "stuck", "", "r4"};
+static char burst_names[BURST_MAX][2];
+
+/* One request of a free requester r into q (names: storage for its names). */
+static void
+svc_request(Svc *v, int r, DLmRequest *q, const char **names)
+{
+	int			w = test_rnd(&v->rng, 100);
+	const char *key = test_rnd(&v->rng, 100) < v->key_pct ? KEYS[test_rnd(&v->rng, NKEYS)] : NULL;
+
+	memset(q, 0, sizeof(*q));
+	q->requester = r;
+	q->owner_key = key;
+	q->pid = v->pid[r];
+	q->session_start = v->start[r];
+	q->role = 1;
+	q->names = names;
+	q->nnames = 1;
+	names[0] = SVC_NAMES[test_rnd(&v->rng, 5)];
+	q->mode = (int[]) {DLOCK_MODE_CR, DLOCK_MODE_PR, DLOCK_MODE_PW, DLOCK_MODE_EX, DLOCK_MODE_EX}[test_rnd(&v->rng, 5)];
+	q->ttl_us = test_rnd(&v->rng, 3) ? UNIT * (1 + test_rnd(&v->rng, 8)) : 0;
+	if (w < 25)
+		q->op = DLOCK_OP_ACQUIRE;
+	else if (w < 35)
+		q->op = DLOCK_OP_TRY;
+	else if (w < 45)
+		q->op = DLOCK_OP_CONVERT;
+	else if (w < 62)
+	{
+		q->op = DLOCK_OP_RELEASE;
+		q->ttl_us = 0;
+	}
+	else if (w < 75)
+		q->op = DLOCK_OP_RENEW;
+	else if (w < 78)
+	{
+		q->op = DLOCK_OP_RELEASE_ALL;
+		q->nnames = 0;
+		q->ttl_us = 0;
+	}
+	else if (w < 78 + v->force_pct)
+	{
+		/* 18.5: an administrator's release, of every holder or one key's; or all of a key */
+		q->any_role = true;
+		q->value = SVC_REASON[test_rnd(&v->rng, SVC_REASONS)];
+		q->ttl_us = 0;
+		if (test_rnd(&v->rng, 4) == 0)
+		{
+			q->op = DLOCK_OP_FORCE_RELEASE_ALL;
+			q->owner_key = KEYS[test_rnd(&v->rng, NKEYS)];
+			q->nnames = 0;
+		}
+		else
+		{
+			q->op = DLOCK_OP_FORCE_RELEASE;
+			q->owner_key = test_rnd(&v->rng, 2) ? KEYS[test_rnd(&v->rng, NKEYS)] : NULL;
+		}
+		sstats->forced++;
+	}
+	else
+		q->op = DLOCK_OP_ACQUIRE;
+}
+
+static const char *
+op_word(DLockOp op)
+{
+	const char *n = op_name(op);
+
+	return op == DLOCK_OP_FORCE_RELEASE ? "FORCE_RELEASE" :
+		op == DLOCK_OP_FORCE_RELEASE_ALL ? "FORCE_RELEASE_ALL" : n ? n + 9 : "?";
+}
+
+/* What the batch that disagreed held, for the report. */
+static void
+svc_describe_batch(Svc *v, DLsOutcome o, DLockTime now, int limit, const DLsWithdrawal *w, int nw,
+				   const DLsSessionEnd *e, int ne, const DLmRequest *q, int nq)
+{
+	static const char *const outcome[] = {"IDLE", "DEFERRED", "DONE", "FAILED"};
+	int			burst = 0;
+
+	fail(&v->run, CAT_NONE, "  the batch: %s at %" PRId64 ", expiry limit %d", outcome[o], now, limit);
+	for (int i = 0; i < nw; i++)
+		fail(&v->run, CAT_NONE, "    withdraw requester %d", w[i].requester);
+	for (int i = 0; i < ne; i++)
+		fail(&v->run, CAT_NONE, "    session %d/%" PRId64 " ends (requester %d)",
+			 (int) e[i].pid, e[i].session_start, e[i].requester);
+	for (int i = 0; i < nq; i++)
+	{
+		if (q[i].requester == DLM_NOBODY && q[i].pid >= 5000)
+		{
+			burst++;
+			continue;
+		}
+		fail(&v->run, CAT_NONE, "    requester %d: %s %s %s by %s ttl %" PRId64 "%s%s",
+			 q[i].requester, op_word(q[i].op), q[i].nnames ? q[i].names[0] : "-",
+			 dlock_mode_name(q[i].mode), owner_str(q[i].owner_key, q[i].pid, q[i].session_start),
+			 q[i].ttl_us, q[i].value ? " reason " : "", q[i].value ? q[i].value : "");
+	}
+	if (burst)
+		fail(&v->run, CAT_NONE, "    and %d TRY PR by sessions 5000.. (nobody answered)", burst);
+}
+
+/* One batch, through both; false once they disagree. */
+static bool
+svc_batch(Svc *v)
+{
+	static DLmRequest q[NREQ + BURST_MAX];
+	static const char *names[NREQ + BURST_MAX][1];
+	DLsRequest	sq[NREQ + BURST_MAX];
+	DLsRequest *fresh[NREQ + BURST_MAX];
+	DLsWithdrawal sw[NREQ];
+	int			mw[NREQ];
+	DLsSessionEnd se[1];
+	ModelSessionEnd me[1];
+	DLsBatch	b;
+	ModelBatch	mb;
+	int			nw = 0,
+				ne = 0,
+				nq = 0;
+	bool		busy[NREQ] = {false};
+	bool		injected = false;
+	int			limit = dls_expire_limit(v->s);
+	int			published_before = fs.publishes;
+	int			commits_before = fs.commits;
+	int			expired = 0;
+	DLockTime	now;
+	DLsOutcome	o;
+	char		err[200];
+
+	v->batch++;
+	fs.clk += UNIT * test_rnd(&v->rng, 4);
+	if (test_rnd(&v->rng, 50) == 0)
+		fs.clk += UNIT * 10;	/* a pause: leases run out */
+	/* (a) waiting requests given up; a request given up before it was decided */
+	for (int r = 0; r < NREQ; r++)
+		if ((model_waiting(v->m, r) && test_rnd(&v->rng, 10) == 0) ||
+			(!model_waiting(v->m, r) && test_rnd(&v->rng, 60) == 0))
+		{
+			sw[nw] = (DLsWithdrawal) {r, test_rnd(&v->rng, 2) == 0};
+			mw[nw++] = r;
+			busy[r] = true;
+		}
+	/* (b) a session ends (its requester's wait with it, mostly) */
+	if (test_rnd(&v->rng, 40) == 0)
+	{
+		int			r = test_rnd(&v->rng, NREQ);
+		int			who = busy[r] || test_rnd(&v->rng, 8) == 0 ? DLM_NOBODY : r;
+
+		se[0] = (DLsSessionEnd) {v->pid[r], v->start[r], who, NULL};
+		me[0] = (ModelSessionEnd) {v->pid[r], v->start[r], who};
+		ne = 1;
+		busy[r] = true;
+		v->start[r] += 1 + test_rnd(&v->rng, 3);
+	}
+	/* (d) new requests; after a failure, one per batch */
+	for (int r = 0; r < NREQ; r++)
+	{
+		if (busy[r] || model_waiting(v->m, r) || test_rnd(&v->rng, 2))
+			continue;
+		if (dls_isolating(v->s) && nq > 0)
+			break;
+		svc_request(v, r, &q[nq], names[nq]);
+		nq++;
+	}
+	if (!dls_isolating(v->s) && test_rnd(&v->rng, 100) < v->burst_pct)
+	{
+		/* a crowd of short leases, nobody waiting for the answers: a mass expiry to come */
+		int			n = 20 + test_rnd(&v->rng, BURST_MAX - 20);
+		int64_t		ttl = UNIT * (1 + test_rnd(&v->rng, 5));
+
+		for (int i = 0; i < n; i++)
+		{
+			DLmRequest *x = &q[nq];
+
+			memset(x, 0, sizeof(*x));
+			x->op = DLOCK_OP_TRY;
+			x->requester = DLM_NOBODY;
+			x->pid = 5000 + i;
+			x->session_start = 1;
+			x->mode = DLOCK_MODE_PR;
+			names[nq][0] = burst_names[i];
+			x->names = names[nq];
+			x->nnames = 1;
+			x->ttl_us = ttl;
+			x->role = 1;
+			nq++;
+		}
+	}
+	for (int i = 0; i < nq; i++)
+	{
+		memset(&sq[i], 0, sizeof(sq[i]));
+		sq[i].q = q[i];
+		fresh[i] = &sq[i];
+	}
+	if (test_rnd(&v->rng, 100) < v->fail_pct)
+	{
+		fs.fail_commits = 1;
+		injected = true;
+	}
+	memset(&b, 0, sizeof(b));
+	b.withdrawn = sw;
+	b.nwithdrawn = nw;
+	b.ended = se;
+	b.nended = ne;
+	b.fresh = fresh;
+	b.nfresh = nq;
+	now = fs.clk;				/* the service reads the clock first */
+	o = dls_batch(v->s, &b, err, sizeof(err));
+	sstats->batches++;
+	if (o == DLS_IDLE)
+	{
+		sstats->idle++;
+		fs.fail_commits = 0;
+		if (nw + ne + nq > 0)
+			fail(&v->run, CAT_ANSWER, "  a batch with work was idle");
+		if (model_next_expiry(v->m) != 0 && model_next_expiry(v->m) <= now)
+			fail(&v->run, CAT_PICTURE, "  idle with a lease due at %" PRId64 " (now %" PRId64 ")",
+				 model_next_expiry(v->m), now);
+		return v->run.category == CAT_NONE;
+	}
+	memset(&mb, 0, sizeof(mb));
+	mb.withdrawn = mw;
+	mb.nwithdrawn = nw;
+	mb.ended = me;
+	mb.nended = ne;
+	mb.fresh = q;
+	mb.nfresh = nq;
+	expired = model_batch(v->m, &mb, now, limit);
+	sstats->expired += expired;
+	sstats->cut += expired == limit;
+	if (limit > sstats->max_limit)
+		sstats->max_limit = limit;
+	/* 18.4: every lease due is gone unless the limit cut the batch short */
+	if (expired < limit && dlm_next_expiry(v->lm) != 0 && dlm_next_expiry(v->lm) <= now)
+		fail(&v->run, CAT_PICTURE, "  a lease due at %" PRId64 " left at %" PRId64 " (%d expired, limit %d)",
+			 dlm_next_expiry(v->lm), now, expired, limit);
+	if (o == DLS_DONE)
+	{
+		int			nl = dls_expire_limit(v->s);
+
+		if (expired < limit ? nl != limit :
+			nl < (limit / 2 > DLS_EXPIRE_MIN ? limit / 2 : DLS_EXPIRE_MIN) ||
+			nl > (limit * 2 < DLS_EXPIRE_MAX ? limit * 2 : DLS_EXPIRE_MAX))
+			fail(&v->run, CAT_PICTURE, "  the expiry limit went from %d to %d after %d expired",
+				 limit, nl, expired);
+	}
+	else if (dls_expire_limit(v->s) != limit)
+		fail(&v->run, CAT_PICTURE, "  the expiry limit moved in a batch not done");
+	if (o == DLS_FAILED)
+	{
+		DLsFailure	f;
+
+		sstats->failed++;
+		if (!injected || fs.fail_commits != 0)
+			fail(&v->run, CAT_STORE, "  the batch failed: %s", err);
+		if (fs.publishes != published_before)
+			fail(&v->run, CAT_ANSWER, "  a failed batch published");
+		dls_fail(v->s, &f);
+		if (v->run.category == CAT_NONE)
+			svc_reload(v, false);
+		return v->run.category == CAT_NONE;
+	}
+	fs.fail_commits = 0;
+	svc_compare_pictures(v);
+	if (o == DLS_DEFERRED)
+	{
+		int			nm;
+		const ModelAnswer *ma = model_batch_answers(v->m, &nm);
+
+		sstats->deferred++;
+		if (expired > 0)
+			fail(&v->run, CAT_STORE, "  a batch that expired %d leases was deferred", expired);
+		for (int i = 0; i < nm; i++)
+			if (ma[i].status != DLOCK_STATUS_QUEUED)
+				fail(&v->run, CAT_STORE, "  a batch that answered requester %d was deferred", ma[i].requester);
+	}
+	else
+	{
+		svc_compare_answers(v, fs.commits != commits_before);
+		model_commit(v->m);
+		model_destroy(v->committed);
+		v->committed = model_copy(v->m);
+	}
+	if (v->run.category == CAT_NONE && test_rnd(&v->rng, 100) < v->reload_pct)
+		svc_reload(v, test_rnd(&v->rng, 2) == 0);
+	if (v->run.category != CAT_NONE)
+		svc_describe_batch(v, o, now, limit, sw, nw, se, ne, q, nq);
+	return v->run.category == CAT_NONE;
+}
+
+/* One service sequence; 0 if the service and the model agreed, else the category (printed). */
+static int
+svc_sequence(uint64_t seed)
+{
+	Svc		   *v = calloc(1, sizeof(Svc));
+	DLsConfig	c;
+	int			len;
+	int			category;
+
+	v->rng = seed;
+	len = 200 + test_rnd(&v->rng, 801);
+	for (int r = 0; r < NREQ; r++)
+	{
+		v->pid[r] = 100 + r;
+		v->start[r] = 1;
+	}
+	v->burst_pct = (int[]) {0, 2, 5}[test_rnd(&v->rng, 3)];
+	v->fail_pct = (int[]) {0, 3, 8}[test_rnd(&v->rng, 3)];
+	v->reload_pct = (int[]) {0, 1, 3}[test_rnd(&v->rng, 3)];
+	v->force_pct = (int[]) {4, 8, 15}[test_rnd(&v->rng, 3)];
+	v->key_pct = (int[]) {30, 60, 90}[test_rnd(&v->rng, 3)];
+	fs_reset();
+	fs.store_hi = FIRST_TICKET;
+	fs.commit_cost_per_row = (DLockTime[]) {0, 10, 100, 400}[test_rnd(&v->rng, 4)];
+	fs_service_config(&c);
+	v->s = dls_create(&c);
+	v->m = model_create(NREQ, 0, MAX_NAME_LEN, &mopt);
+	v->committed = model_copy(v->m);
+	if (svc_load(v, 0))
+	{
+		model_reload(v->m, fs.store_hi, NULL, NULL, 0, fs.clk, false);
+		model_destroy(v->committed);
+		v->committed = model_copy(v->m);
+		for (int i = 0; i < len; i++)
+			if (!svc_batch(v))
+			{
+				printf("service sequence %" PRIu64 ": %s mismatch at batch %d (rerun: test/test_model -S %" PRIu64 "):\n%s",
+					   seed, category_names[v->run.category], v->batch, seed, v->run.diff);
+				break;
+			}
+	}
+	if (v->lm && !fs_drop(v->lm) && v->run.category == CAT_NONE)
+		fail(&v->run, CAT_MEMORY, "  a picture freed with %ld blocks not given back", fs.mem.live);
+	dls_destroy(v->s);
+	model_destroy(v->m);
+	model_destroy(v->committed);
+	category = v->run.category;
+	free(v);
+	return category;
+}
+
+/* Service sequences until 'batches' batches ran (each in a child: a crash is a failure). */
+static void
+svc_run(long batches, uint64_t seed, bool one, int *passed, int *failed)
+{
+	uint64_t	rng = seed ^ 0x5e41ce5e41ce5eULL;
+	long		done = 0;
+
+	for (int i = 0; i < BURST_MAX; i++)
+	{
+		/* the crowd spreads over a, b and c: at most BURST_MAX / 3 + 1 holders each */
+		burst_names[i][0] = (char) ('a' + i % 3);
+		burst_names[i][1] = '\0';
+	}
+	while (one || done < batches)
+	{
+		uint64_t	s = one ? seed : test_rand(&rng);
+		uint64_t	x = s;
+		int			len = 200 + test_rnd(&x, 801);
+		int			result;
+		pid_t		pid;
+		int			status;
+
+		fflush(stdout);
+		pid = no_fork ? 0 : fork();
+		if (pid < 0)
+		{
+			perror("fork");
+			exit(2);
+		}
+		if (pid == 0)
+		{
+			result = svc_sequence(s);
+			if (no_fork)
+				goto counted;
+			fflush(stdout);
+			_exit(result == 0 ? 0 : 10 + result);
+		}
+		waitpid(pid, &status, 0);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			result = 0;
+		else if (WIFEXITED(status) && WEXITSTATUS(status) >= 10)
+			result = WEXITSTATUS(status) - 10;
+		else
+		{
+			result = CAT_CRASH;
+			printf("service sequence %" PRIu64 ": crashed (rerun: test/test_model -S %" PRIu64 ")\n", s, s);
+		}
+counted:
+		if (result == 0)
+			(*passed)++;
+		else
+			(*failed)++;
+		done += len;
+		if (one)
+			break;
+	}
+}
+
 int
 main(int argc, char **argv)
 {
 	long		total = 100000;
+	long		svc_batches = -1;	/* -b; default: total / 10 */
+	bool		svc_one = false;	/* -S seed: that service sequence alone */
+	uint64_t	svc_seed = 0;
 	uint64_t	seed = 1;
 	uint64_t	rng;
 	long		events = 0;
@@ -2369,6 +3034,13 @@ main(int argc, char **argv)
 		return 2;
 	}
 	memset(stats, 0, sizeof(*stats));
+	sstats = mmap(NULL, sizeof(SvcStats), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sstats == MAP_FAILED)
+	{
+		perror("mmap");
+		return 2;
+	}
+	memset(sstats, 0, sizeof(*sstats));
 	for (int a = 0; a < NNAMES; a++)
 		for (int d = 0; d < NNAMES; d++)
 		{
@@ -2389,6 +3061,13 @@ main(int argc, char **argv)
 			no_fork = true;
 		else if (strcmp(o, "-q") == 0)
 			quiet = true;
+		else if (strcmp(o, "-b") == 0 && argi < argc)
+			svc_batches = atol(argv[argi++]);
+		else if (strcmp(o, "-S") == 0 && argi < argc)
+		{
+			svc_one = true;
+			svc_seed = strtoull(argv[argi++], NULL, 0);
+		}
 		else if (strcmp(o, "-K") == 0 && argi < argc &&
 				 strcmp(argv[argi], "spec") == 0)
 		{
@@ -2419,7 +3098,7 @@ main(int argc, char **argv)
 		}
 		else
 		{
-			fprintf(stderr, "usage: %s [-m] [-F] [-q] [-K spec] [-O reading=0|1] [events] [seed]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-m] [-F] [-q] [-K spec] [-O reading=0|1] [-b batches] [-S seed] [events] [seed]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -2428,8 +3107,12 @@ main(int argc, char **argv)
 	if (argi < argc)
 		seed = strtoull(argv[argi++], NULL, 0);
 	rng = seed;
+	if (svc_batches < 0)
+		svc_batches = getenv("DLOCK_MODEL_BATCHES") ? atol(getenv("DLOCK_MODEL_BATCHES")) : total / 2;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (svc_one)
+		total = 0;
 	while (events < total)
 	{
 		uint64_t	seq_seed = test_rand(&rng);
@@ -2542,6 +3225,27 @@ main(int argc, char **argv)
 		events += len;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (!model_only)
+	{
+		struct timespec s0,
+					s1;
+		int			sp = 0,
+					sf = 0;
+
+		clock_gettime(CLOCK_MONOTONIC, &s0);
+		svc_run(svc_batches, svc_one ? svc_seed : seed, svc_one, &sp, &sf);
+		clock_gettime(CLOCK_MONOTONIC, &s1);
+		printf("model: the service (18): %ld batches in %d sequences (%d failed), %.2f s: "
+			   "%ld deferred, %ld idle, %ld failed commits, %ld reloads (%ld restarts), "
+			   "%ld leases expired (%ld batches cut short by the limit, which reached %d), "
+			   "%ld force releases, %ld REVOKED answers\n",
+			   sstats->batches, sp + sf, sf,
+			   (double) (s1.tv_sec - s0.tv_sec) + (double) (s1.tv_nsec - s0.tv_nsec) / 1e9,
+			   sstats->deferred, sstats->idle, sstats->failed, sstats->reloads, sstats->restarts,
+			   sstats->expired, sstats->cut, sstats->max_limit, sstats->forced, sstats->revoked);
+		passed += sp;
+		failed += sf;
+	}
 	printf("model: %ld events run (%ld generated) in %d sequences (%d with a fresh hash seed), %.2f s%s\n",
 		   stats->events_run, events, passed + failed, reseeded,
 		   (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9,

@@ -13,259 +13,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dlock_service.h"
+#include "fake_store.h"
 #include "test_check.h"
-#include "test_util.h"
 
-#define NREQ 200
-#define MAXROWS 4096
+#define NREQ FS_NREQ
 #define EX DLOCK_MODE_EX
 #define SEC ((DLockTime) 1000000)
-
-/* ------------------------------------------------------- the fake store */
-
-typedef struct Row
-{
-	char		name[64];
-	char		key[64];
-	bool		keyed;
-	DLmHolderRow r;
-} Row;
-
-static Row	store[MAXROWS];		/* committed */
-static int	nstore;
-static int64_t store_hi;
-static Row	staged[MAXROWS];	/* a commit in the making */
-static int	nstaged;
-
-static DLockTime clk = 1000 * SEC;
-static int	fail_commits;		/* the next commits to fail */
-static DLockTime commit_cost_per_row;
-static int	commits;
-static int	flushed;
-static int	loads;
-static char last_revoked[16][64];
-static int	nlast_revoked;
-
-/* answers: pending until published */
-typedef struct Ans
-{
-	bool		any;
-	DLmAnswer	a;
-	char		reason[64];
-	int64_t		tokens[DLOCK_MAX_MULTI];
-} Ans;
-static Ans	pending[NREQ];
-static Ans	published[NREQ];
-static bool committed_since_answer;
-static int	early_publish;		/* answers published without a commit of their batch */
 
 static DLockService *S;
 static DLockManager *LM;
 
-static int
-row_find(Row *rows, int n, int64_t token)
-{
-	for (int i = 0; i < n; i++)
-		if (rows[i].r.token == token)
-			return i;
-	return -1;
-}
-
-static void
-row_set(Row *row, const DLmHolder *h)
-{
-	memset(row, 0, sizeof(*row));
-	snprintf(row->name, sizeof(row->name), "%s", h->lock->name);
-	row->keyed = h->owner->key != NULL;
-	if (row->keyed)
-		snprintf(row->key, sizeof(row->key), "%s", h->owner->key);
-	row->r.pid = h->owner->pid;
-	row->r.backend_start = h->owner->session_start;
-	row->r.mode = h->mode;
-	row->r.implied = h->implied;
-	row->r.count = h->count;
-	row->r.token = h->token;
-	row->r.granted_at = h->granted_at;
-	row->r.expires_at = h->expires_at;
-	row->r.ttl_us = h->ttl_us;
-	row->r.role = h->role;
-	row->r.kept = h->kept;
-	row->r.permits = h->permits;
-	row->r.capacity = h->lock->capacity;
-}
-
-static int
-fake_commit(void *arg, DLockManager *lm, const DLsCommit *c, char *err, size_t errlen)
-{
-	int64_t		hi = 0;
-	int			nrows = 0;
-
-	(void) arg;
-	memcpy(staged, store, sizeof(Row) * nstore);
-	nstaged = nstore;
-	for (DLmHolder *h = dlm_touched_holders(lm); h; h = h->touched_next)
-	{
-		int			i = h->p.stored ? row_find(staged, nstaged, h->stored_token) : -1;
-
-		nrows++;
-		if (h->p.stored && i < 0)
-		{
-			snprintf(err, errlen, "row %" PRId64 " to change is not stored", h->stored_token);
-			return -1;
-		}
-		if (h->p.dead)
-		{
-			if (i >= 0)
-				staged[i] = staged[--nstaged];
-		}
-		else if (i >= 0)
-			row_set(&staged[i], h);
-		else if (nstaged < MAXROWS)
-			row_set(&staged[nstaged++], h);
-	}
-	clk += commit_cost_per_row * nrows;
-	nlast_revoked = 0;
-	for (int i = 0; i < c->nrevoked && i < 16; i++)
-		snprintf(last_revoked[nlast_revoked++], sizeof(last_revoked[0]), "%s", c->revoked[i]);
-	if (fail_commits > 0)
-	{
-		fail_commits--;
-		snprintf(err, errlen, "injected commit failure");
-		return -1;
-	}
-	memcpy(store, staged, sizeof(Row) * nstaged);
-	nstore = nstaged;
-	if (dlm_counter_dirty(lm, &hi))
-		store_hi = hi;
-	commits++;
-	flushed += c->counter || c->durable;
-	committed_since_answer = true;
-	return 0;
-}
-
-static bool
-changes_rows(DLockStatus st)
-{
-	return st == DLOCK_STATUS_GRANTED || st == DLOCK_STATUS_RELEASED ||
-		st == DLOCK_STATUS_RENEWED;
-}
-
-/* No answer that changed rows goes out before a commit after it. */
-static int	publishes;
-
-static void
-fake_publish(void *arg, DLockManager *lm)
-{
-	(void) arg;
-	publishes++;
-	if (dlm_touched_holders(lm) != NULL)
-		early_publish++;		/* published before the picture settled */
-	for (int i = 0; i < NREQ; i++)
-		if (pending[i].any)
-		{
-			if (changes_rows(pending[i].a.status) && !committed_since_answer)
-				early_publish++;
-			published[i] = pending[i];
-			pending[i].any = false;
-		}
-}
-
-static DLockTime
-fake_now(void *arg)
-{
-	(void) arg;
-	return clk;
-}
-
-static void
-fake_answer(void *arg, int requester, const DLmAnswer *a)
-{
-	Ans		   *p;
-
-	(void) arg;
-	if (requester < 0 || requester >= NREQ || a->status == DLOCK_STATUS_QUEUED)
-		return;
-	p = &pending[requester];
-	p->any = true;
-	if (changes_rows(a->status))
-		committed_since_answer = false;
-	p->a = *a;
-	p->reason[0] = '\0';
-	if (a->status == DLOCK_STATUS_REVOKED && a->reason)
-		snprintf(p->reason, sizeof(p->reason), "%s", a->reason);
-	p->a.reason = p->reason;
-	p->a.cycle = NULL;
-	for (int i = 0; i < a->ntokens && i < DLOCK_MAX_MULTI; i++)
-		p->tokens[i] = a->tokens[i];
-	p->a.tokens = p->tokens;
-}
-
-static int
-load_rows(void *arg, DLockManager *lm, char *err, size_t errlen)
-{
-	(void) arg;
-	dlm_set_counter(lm, store_hi);
-	for (int i = 0; i < nstore; i++)
-	{
-		DLmHolderRow r = store[i].r;
-		DLmError	e;
-
-		r.name = store[i].name;
-		r.owner_key = store[i].keyed ? store[i].key : NULL;
-		if ((e = dlm_load_holder(lm, &r)) != DLM_OK)
-		{
-			snprintf(err, errlen, "row %" PRId64 ": %s", r.token, dlm_error_message(e));
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static bool
-all_alive(void *arg, int32_t pid, int64_t start)
-{
-	(void) arg;
-	(void) pid;
-	(void) start;
-	return true;
-}
-
-/* the pictures' memory: every byte given back when one is destroyed */
-static TestMem mem = TEST_MEM_INIT;
-
 static void
 drop_picture(void)
 {
-	if (LM == NULL)
-		return;
-	dlm_destroy(LM);
+	CHECK(fs_drop(LM));
 	LM = NULL;
-	CHECK(mem.live == 0);
-	CHECK(mem.bad_free == 0);
 }
 
 static int
 load(void)
 {
 	DLmConfig	cfg = {0};
-	DLsLoad		l = {0};
 	char		err[200];
 
 	drop_picture();
-	cfg.alloc.alloc = test_mem_alloc;
-	cfg.alloc.free = test_mem_free;
-	cfg.alloc.arg = &mem;
 	cfg.nrequesters = NREQ;
 	cfg.max_name_len = 63;
 	cfg.ticket_reserve = 100;
 	cfg.queue_row_delay_us = 50000;
-	dls_manager_config(S, &cfg);
-	LM = dlm_create(&cfg);
-	l.rows = load_rows;
-	l.session_alive = all_alive;
-	loads++;
-	if (dls_load(S, LM, &l, err, sizeof(err)) != 0)
+	LM = fs_load(S, &cfg, NULL, NULL, 0, err, sizeof(err));
+	if (LM == NULL)
 	{
 		fprintf(stderr, "load failed: %s\n", err);
 		return -1;
@@ -276,20 +53,12 @@ load(void)
 static void
 setup(void)
 {
-	DLsConfig	c = {0};
+	DLsConfig	c;
 
 	dls_destroy(S);
 	drop_picture();
-	nstore = 0;
-	store_hi = 0;
-	fail_commits = 0;
-	commit_cost_per_row = 0;
-	memset(pending, 0, sizeof(pending));
-	memset(published, 0, sizeof(published));
-	c.store.commit = fake_commit;
-	c.store.publish = fake_publish;
-	c.store.now = fake_now;
-	c.answer = fake_answer;
+	fs_reset();
+	fs_service_config(&c);
 	S = dls_create(&c);
 	CHECK(S != NULL);
 	CHECK(load() == 0);
@@ -351,13 +120,13 @@ batch(void)
 static DLockStatus
 status_of(int requester)
 {
-	return published[requester].any ? published[requester].a.status : DLOCK_STATUS_NONE;
+	return fs.published[requester].any ? fs.published[requester].a.status : DLOCK_STATUS_NONE;
 }
 
 static void
 forget(int requester)
 {
-	published[requester].any = false;
+	fs.published[requester].any = false;
 }
 
 /* --------------------------------------------------------------- tests */
@@ -372,23 +141,23 @@ test_publish_after_commit(void)
 	{
 		DLsBatch	b = {0};
 		char		err[100];
-		int			before = publishes;
+		int			before = fs.publishes;
 
 		b.no_defer = true;
 		CHECK(dls_batch(S, &b, err, sizeof(err)) == DLS_DONE);
-		CHECK(publishes == before + 1);
+		CHECK(fs.publishes == before + 1);
 	}
 	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "x", 0);
 	CHECK(batch() == DLS_DONE);
 	CHECK(status_of(0) == DLOCK_STATUS_GRANTED);
-	CHECK(nstore == 1 && store[0].r.token == published[0].a.token);
-	CHECK(early_publish == 0);
+	CHECK(fs.nstore == 1 && fs.store[0].r.token == fs.published[0].a.token);
+	CHECK(fs.early_publish == 0);
 	/* a failed commit publishes nothing */
-	fail_commits = 1;
+	fs.fail_commits = 1;
 	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "y", 0);
 	CHECK(batch() == DLS_FAILED);
 	CHECK(status_of(1) == DLOCK_STATUS_NONE);
-	CHECK(early_publish == 0);
+	CHECK(fs.early_publish == 0);
 }
 
 /*
@@ -405,18 +174,18 @@ test_deferral(void)
 	setup();
 	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "x", 0);
 	CHECK(batch() == DLS_DONE);
-	before = commits;
+	before = fs.commits;
 	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "x", 0);	/* queues: no answer */
 	o = batch();
 	CHECK(o == DLS_DEFERRED);
-	CHECK(commits == before);
-	CHECK(dls_next_wake(S) == clk + DLS_DEFER_US);
-	CHECK(!dls_work_due(S, clk + DLS_DEFER_US - 1));
-	CHECK(dls_work_due(S, clk + DLS_DEFER_US));
+	CHECK(fs.commits == before);
+	CHECK(dls_next_wake(S) == fs.clk + DLS_DEFER_US);
+	CHECK(!dls_work_due(S, fs.clk + DLS_DEFER_US - 1));
+	CHECK(dls_work_due(S, fs.clk + DLS_DEFER_US));
 	/* the release answers: one commit for both */
 	req(DLOCK_OP_RELEASE, 0, 0, NULL, "x", 0);
 	CHECK(batch() == DLS_DONE);
-	CHECK(commits == before + 1);
+	CHECK(fs.commits == before + 1);
 	CHECK(status_of(0) == DLOCK_STATUS_RELEASED);
 	CHECK(status_of(1) == DLOCK_STATUS_GRANTED);
 	/* a deferral ends by itself once its time is up; an empty pass before is no batch */
@@ -425,13 +194,13 @@ test_deferral(void)
 	CHECK(dls_deferred(S) == 1);
 	CHECK(batch() == DLS_IDLE);
 	CHECK(dls_deferred(S) == 1);
-	clk += DLS_DEFER_US;
+	fs.clk += DLS_DEFER_US;
 	CHECK(batch() == DLS_DONE);
-	CHECK(commits == before + 2);
+	CHECK(fs.commits == before + 2);
 	/* no_defer: committed at once */
 	req(DLOCK_OP_ACQUIRE, 4, 4, NULL, "nd", 0);
 	CHECK(batch() == DLS_DONE);
-	CHECK(commits == before + 3);
+	CHECK(fs.commits == before + 3);
 	req(DLOCK_OP_ACQUIRE, 3, 3, NULL, "nd", 0);
 	{
 		DLsBatch	b = {0};
@@ -443,7 +212,7 @@ test_deferral(void)
 		CHECK(dls_batch(S, &b, err, sizeof(err)) == DLS_DONE);
 		nfresh = 0;
 	}
-	CHECK(commits == before + 4);
+	CHECK(fs.commits == before + 4);
 	/* at most DLS_MAX_DEFERRED in a row: each new waiter is announced, nobody answered */
 	{
 		static char lk[DLS_MAX_DEFERRED + 1][16];
@@ -456,7 +225,7 @@ test_deferral(void)
 			req(DLOCK_OP_ACQUIRE, 10, 10, NULL, lk[i], 0);
 			CHECK(batch() == DLS_DONE);
 		}
-		before = commits;
+		before = fs.commits;
 		for (int i = 0; i <= DLS_MAX_DEFERRED; i++)
 		{
 			req(DLOCK_OP_ACQUIRE, 100 + i, 100 + i, NULL, lk[i], 0);
@@ -466,7 +235,7 @@ test_deferral(void)
 			n++;
 		}
 		CHECK(n == DLS_MAX_DEFERRED);
-		CHECK(o == DLS_DONE && commits == before + 1);
+		CHECK(o == DLS_DONE && fs.commits == before + 1);
 	}
 }
 
@@ -497,7 +266,7 @@ test_order(void)
 	CHECK(batch_with(&w, 1, &e, 1) == DLS_DONE);
 	CHECK(dlm_lookup(LM, "x") == NULL);
 	CHECK(dls_counters(S)->timeouts == 1);
-	CHECK(nstore == 0);
+	CHECK(fs.nstore == 0);
 	/* keep_place given up before it was decided: queued, then kept */
 	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "x", 0);
 	CHECK(batch() == DLS_DONE);
@@ -549,33 +318,33 @@ test_expiry_limit(void)
 		req(DLOCK_OP_ACQUIRE, 0, 0, keys[i % 50], names[i], SEC);
 		CHECK(batch() == DLS_DONE);
 	}
-	CHECK(nstore == 3000);
+	CHECK(fs.nstore == 3000);
 	CHECK(dls_expire_limit(S) == DLS_EXPIRE_MIN);
-	clk += 2 * SEC;
-	commit_cost_per_row = 10;	/* 64 rows: 640 us, far below the budget */
-	CHECK(dls_work_due(S, clk));
+	fs.clk += 2 * SEC;
+	fs.commit_cost_per_row = 10;	/* 64 rows: 640 us, far below the budget */
+	CHECK(dls_work_due(S, fs.clk));
 	last_limit = dls_expire_limit(S);
-	while (nstore > 0 && batches < 1000)
+	while (fs.nstore > 0 && batches < 1000)
 	{
-		int			before = nstore;
+		int			before = fs.nstore;
 
 		CHECK(batch() == DLS_DONE);
-		CHECK(before - nstore <= last_limit);
+		CHECK(before - fs.nstore <= last_limit);
 		CHECK(dls_expire_limit(S) <= last_limit * 2 && dls_expire_limit(S) >= DLS_EXPIRE_MIN);
 		last_limit = dls_expire_limit(S);
 		batches++;
 	}
-	CHECK(nstore == 0);
+	CHECK(fs.nstore == 0);
 	CHECK(batches > 1 && batches < 20);
 	CHECK(last_limit > DLS_EXPIRE_MIN);
 	/* a slow store brings it down again */
-	commit_cost_per_row = 1000;
+	fs.commit_cost_per_row = 1000;
 	for (int i = 0; i < 2000; i++)
 	{
 		req(DLOCK_OP_ACQUIRE, 0, 0, "k", names[i], 10 * SEC);
 		(void) batch();
 	}
-	clk += 11 * SEC;
+	fs.clk += 11 * SEC;
 	{
 		int			high = dls_expire_limit(S);
 
@@ -599,21 +368,21 @@ test_force_release(void)
 	r->q.value = "maintenance";
 	r->q.any_role = true;
 	CHECK(batch() == DLS_DONE);
-	CHECK(status_of(5) == DLOCK_STATUS_COUNT && published[5].a.count == 1);
-	CHECK(nlast_revoked == 1 && strcmp(last_revoked[0], "x") == 0);
-	CHECK(nstore == 1);
+	CHECK(status_of(5) == DLOCK_STATUS_COUNT && fs.published[5].a.count == 1);
+	CHECK(fs.nlast_revoked == 1 && strcmp(fs.last_revoked[0], "x") == 0);
+	CHECK(fs.nstore == 1);
 	req(DLOCK_OP_RENEW, 0, 0, "k1", "x", 10 * SEC);
 	CHECK(batch() == DLS_DONE);
 	CHECK(status_of(0) == DLOCK_STATUS_REVOKED);
-	CHECK(strcmp(published[0].reason, "maintenance") == 0);
+	CHECK(strcmp(fs.published[0].reason, "maintenance") == 0);
 	/* a session's lock, by no owner: every holder */
 	r = req(DLOCK_OP_FORCE_RELEASE, 5, 5, NULL, "y", 0);
 	r->q.value = "y gone";
 	CHECK(batch() == DLS_DONE);
-	CHECK(published[5].a.count == 1);
+	CHECK(fs.published[5].a.count == 1);
 	req(DLOCK_OP_RELEASE, 1, 1, NULL, "y", 0);
 	CHECK(batch() == DLS_DONE);
-	CHECK(status_of(1) == DLOCK_STATUS_REVOKED && strcmp(published[1].reason, "y gone") == 0);
+	CHECK(status_of(1) == DLOCK_STATUS_REVOKED && strcmp(fs.published[1].reason, "y gone") == 0);
 	/* a new grant forgets it */
 	req(DLOCK_OP_ACQUIRE, 0, 0, "k1", "x", 10 * SEC);
 	CHECK(batch() == DLS_DONE);
@@ -631,17 +400,17 @@ test_force_release(void)
 	r->q.nnames = 0;
 	r->q.value = "all of k1";
 	CHECK(batch() == DLS_DONE);
-	CHECK(status_of(5) == DLOCK_STATUS_COUNT && published[5].a.count == 2);
-	CHECK(nlast_revoked == 2);
+	CHECK(status_of(5) == DLOCK_STATUS_COUNT && fs.published[5].a.count == 2);
+	CHECK(fs.nlast_revoked == 2);
 	req(DLOCK_OP_RENEW, 1, 0, "k1", "b", 10 * SEC);
 	CHECK(batch() == DLS_DONE);
-	CHECK(status_of(1) == DLOCK_STATUS_REVOKED && strcmp(published[1].reason, "all of k1") == 0);
+	CHECK(status_of(1) == DLOCK_STATUS_REVOKED && strcmp(fs.published[1].reason, "all of k1") == 0);
 	/* a force release whose batch failed never happened */
 	req(DLOCK_OP_ACQUIRE, 0, 0, "k2", "z", 10 * SEC);
 	CHECK(batch() == DLS_DONE);
 	r = req(DLOCK_OP_FORCE_RELEASE, 5, 5, NULL, "z", 0);
 	r->q.value = "lost";
-	fail_commits = 1;
+	fs.fail_commits = 1;
 	CHECK(batch() == DLS_FAILED);
 	{
 		DLsFailure	f;
@@ -669,7 +438,7 @@ test_isolation(void)
 	setup();
 	req(DLOCK_OP_ACQUIRE, 0, 0, NULL, "a", 0);
 	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "b", 0);
-	fail_commits = 1;
+	fs.fail_commits = 1;
 	CHECK(batch() == DLS_FAILED);
 	dls_fail(S, &f);
 	CHECK(f.failures == 1 && f.failed_requester == DLM_NOBODY && f.log);
@@ -685,12 +454,12 @@ test_isolation(void)
 	/* two failures in a row: the second, alone, is the culprit */
 	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "b", 0);
 	req(DLOCK_OP_ACQUIRE, 2, 2, NULL, "c", 0);
-	fail_commits = 1;
+	fs.fail_commits = 1;
 	CHECK(batch() == DLS_FAILED);
 	dls_fail(S, &f);
 	CHECK(load() == 0);
 	req(DLOCK_OP_ACQUIRE, 1, 1, NULL, "b", 0);
-	fail_commits = 1;
+	fs.fail_commits = 1;
 	CHECK(batch() == DLS_FAILED);
 	dls_fail(S, &f);
 	CHECK(f.failures == 2 && f.failed_requester == 1 && f.pause_ms == 2 * DLS_RETRY_MIN_MS);
@@ -754,9 +523,9 @@ test_random(void)
 				(x >> 28) % 2 ? SEC / 2 : 0);
 		}
 		if ((x >> 32) % 17 == 0)
-			fail_commits = 1;
+			fs.fail_commits = 1;
 		o = batch_with(w, nw, NULL, 0);
-		CHECK(o != DLS_FAILED || fail_commits == 0);
+		CHECK(o != DLS_FAILED || fs.fail_commits == 0);
 		if (o == DLS_FAILED)
 		{
 			DLsFailure	f;
@@ -764,7 +533,7 @@ test_random(void)
 			failures++;
 			dls_fail(S, &f);
 			for (int i = 0; i < NREQ; i++)
-				pending[i].any = false;
+				fs.pending[i].any = false;
 			if (load() != 0)
 			{
 				CHECK(false);
@@ -781,26 +550,26 @@ test_random(void)
 					for (DLmHolder *h = l ? dlm_lock_holders(l) : NULL; h; h = dlm_holder_next(h))
 					{
 						holders++;
-						CHECK(row_find(store, nstore, h->token) >= 0);
+						CHECK(fs_row_find(fs.store, fs.nstore, h->token) >= 0);
 					}
 				}
-				CHECK(holders == nstore);
+				CHECK(holders == fs.nstore);
 			}
 		}
 		for (int i = 0; i < NREQ; i++)
-			if (published[i].any && published[i].a.status == DLOCK_STATUS_GRANTED)
+			if (fs.published[i].any && fs.published[i].a.status == DLOCK_STATUS_GRANTED)
 			{
-				if (published[i].a.token <= max_token &&
-					row_find(store, nstore, published[i].a.token) < 0)
+				if (fs.published[i].a.token <= max_token &&
+					fs_row_find(fs.store, fs.nstore, fs.published[i].a.token) < 0)
 					CHECK(false);	/* a new grant's token must be new */
-				if (published[i].a.token > max_token)
-					max_token = published[i].a.token;
+				if (fs.published[i].a.token > max_token)
+					max_token = fs.published[i].a.token;
 				forget(i);
 			}
-		clk += (DLockTime) ((x >> 40) % 200000);
+		fs.clk += (DLockTime) ((x >> 40) % 200000);
 	}
 	CHECK(failures > 100);
-	CHECK(early_publish == 0);
+	CHECK(fs.early_publish == 0);
 }
 
 /*
@@ -871,7 +640,7 @@ test_random_revocations(void)
 			for (DLmHolder *h = l ? dlm_lock_holders(l) : NULL; h; h = dlm_holder_next(h))
 				if (!h->implied && (!one || strcmp(h->owner->key, keys[r]) == 0))
 				{
-					mr[nmr++] = (MRevoked) {h->owner->key[1] - '0', n, "", clk};
+					mr[nmr++] = (MRevoked) {h->owner->key[1] - '0', n, "", fs.clk};
 					snprintf(mr[nmr - 1].reason, sizeof(mr[0].reason), "%s", reason);
 					expect_count++;
 					added++;
@@ -888,14 +657,14 @@ test_random_revocations(void)
 				for (DLmHolder *h = l ? dlm_lock_holders(l) : NULL; h; h = dlm_holder_next(h))
 					expect_count += strcmp(h->owner->key, keys[r]) == 0;
 			}
-			mr[nmr++] = (MRevoked) {r, -1, "", clk};
+			mr[nmr++] = (MRevoked) {r, -1, "", fs.clk};
 			snprintf(mr[nmr - 1].reason, sizeof(mr[0].reason), "%s", reason);
 			added++;
 		}
 		q->q.value = kind >= 7 ? reason : NULL;
 		q->q.any_role = kind >= 7;
 		if ((x >> 32) % 23 == 0)
-			fail_commits = 1;
+			fs.fail_commits = 1;
 		o = batch();
 		if (o == DLS_FAILED)
 		{
@@ -904,7 +673,7 @@ test_random_revocations(void)
 			failures++;
 			nmr -= added;		/* the batch's revocations never happened, */
 			dls_fail(S, &f);	/* nor did what its grants forgot */
-			memset(pending, 0, sizeof(pending));
+			memset(fs.pending, 0, sizeof(fs.pending));
 			if (load() != 0)
 			{
 				CHECK(false);
@@ -913,9 +682,9 @@ test_random_revocations(void)
 			/* a request that failed alone is the adapter's to answer */
 			continue;
 		}
-		fail_commits = 0;
+		fs.fail_commits = 0;
 		if (kind >= 7)
-			CHECK(status_of(9) == DLOCK_STATUS_COUNT && published[9].a.count == expect_count);
+			CHECK(status_of(9) == DLOCK_STATUS_COUNT && fs.published[9].a.count == expect_count);
 		else if (kind < 3)
 		{
 			CHECK(status_of(r) == DLOCK_STATUS_GRANTED || status_of(r) == DLOCK_STATUS_REFUSED);
@@ -930,14 +699,14 @@ test_random_revocations(void)
 
 			for (int i = 0; i < nmr; i++)
 				if (mr[i].owner == r && (mr[i].name == -1 || mr[i].name == n) &&
-					clk - mr[i].at <= DLS_REVOKED_KEEP_US)
+					fs.clk - mr[i].at <= DLS_REVOKED_KEEP_US)
 					newest = i;
 			if (held)
 				CHECK(status_of(r) == (kind < 5 ? DLOCK_STATUS_RELEASED : DLOCK_STATUS_RENEWED));
 			else if (newest >= 0)
 			{
 				CHECK(status_of(r) == DLOCK_STATUS_REVOKED &&
-					  strcmp(published[r].reason, mr[newest].reason) == 0);
+					  strcmp(fs.published[r].reason, mr[newest].reason) == 0);
 				revoked_seen++;
 			}
 			else
@@ -945,7 +714,7 @@ test_random_revocations(void)
 		}
 		forget(r);
 		forget(9);
-		clk += (x >> 40) % 50 == 0 ? 20 * 60 * SEC : 1000;
+		fs.clk += (x >> 40) % 50 == 0 ? 20 * 60 * SEC : 1000;
 	}
 	CHECK(revoked_seen > 500);
 	CHECK(failures > 100);
