@@ -555,7 +555,7 @@ dlock_store_load_held(dlock_held_row_cb cb)
 
 	plan = SPI_prepare("SELECT token, name, owner, pid, backend_start, mode, count,"
 					   " granted_at, expires_at, ttl, implied, role, kept, capacity, permits, value"
-					   " FROM dlock.held", 0, NULL);
+					   " FROM dlock.held ORDER BY token", 0, NULL);	/* grant order (core 1) */
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
