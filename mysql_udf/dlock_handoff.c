@@ -309,6 +309,9 @@ slot_copy(Slot *s, const DlockCall *call, DlockErr *err)
 	s->ds.q.permits = call->permits;
 	s->ds.q.election = call->election;
 	p = s->buf;
+	/* a call without names (release_all) must not show an earlier call's
+	 * name from a buffer realloc may have moved */
+	s->names_z[0] = NULL;
 	for (int i = 0; i < call->nnames; i++)
 	{
 		memcpy(p, call->names[i], call->name_lens[i]);
