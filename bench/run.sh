@@ -37,7 +37,7 @@ cleanup() {
     [ -n "$RPID" ] && kill "$RPID" 2>/dev/null
     if [ -n "$EPID" ] && kill "$EPID" 2>/dev/null; then
         for _ in $(seq 50); do kill -0 "$EPID" 2>/dev/null || break; sleep 0.2; done
-        kill -9 "$EPID" 2>/dev/null
+        kill -9 "$EPID" 2>/dev/null || true
     fi
     rm -rf "$DIR"
 }
