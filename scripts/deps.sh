@@ -34,6 +34,15 @@ if [ ${#need[@]} -gt 0 ]; then
             /etc/init.d/prometheus-postgres-exporter stop >/dev/null 2>&1 || true
         fi
     fi
+    # nor the packaged etcd (it would serve 127.0.0.1:2379 from
+    # /var/lib/etcd): bench/run.sh starts its own on private ports
+    if [[ " ${need[*]} " == *" etcd-server "* ]]; then
+        if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+            systemctl stop etcd 2>/dev/null || true
+        elif [ -x /etc/init.d/etcd ]; then
+            /etc/init.d/etcd stop >/dev/null 2>&1 || true
+        fi
+    fi
     # nor the packaged pgbouncer: regress/pgbouncer starts its own
     if [[ " ${need[*]} " == *" pgbouncer "* ]] && [ -x /etc/init.d/pgbouncer ]; then
         if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
