@@ -45,10 +45,12 @@ mgr_stats(DLmCounters *out, int64_t *holders, int64_t *waiting, int64_t *kept,
 		  long long *since_us)
 {
 	int64_t    *o = (int64_t *) out;
-	const int64_t *b = (const int64_t *) &stats.base;
+	DLmCounters base;
+	const int64_t *b = (const int64_t *) &base;
 
 	pthread_mutex_lock(&handoff.mu.m);
 	*out = stats.now;
+	base = stats.base;			/* with the counters: a reset may run meanwhile */
 	*holders = stats.holders;
 	*waiting = stats.waiting;
 	*kept = stats.kept;
