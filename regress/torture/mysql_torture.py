@@ -167,6 +167,7 @@ SLACK = 2.0          # a blocking call may overrun its timeout by this much: a K
 SESSION_END = 2.0    # a killed connection's locks and queue rows are gone by then
 LEASE_SLACK = 1.0    # no lease is in dlock.held this long past its expiry
 WAIT_FOREVER = 10.0  # a wait without timeout on a cold name
+STORE_STALL = 1.0    # the lock manager may stall this long after a KILL of its store connection
 
 # errnos a client may see: its own statement killed (1317, 1927, 1969 for
 # max_statement_time), the connection or server gone (2002, 2006, 2013,
@@ -206,6 +207,7 @@ class Shared:
         self.gen = mp.Value("q", 0)              # server runs started so far
         self.unstable = mp.Value("d", 0.0)       # monotonic: until then the server restarts
         self.fault_at = mp.Value("d", 0.0)       # monotonic: when the last such fault began
+        self.store_kill_at = mp.Value("d", 0.0)  # monotonic: the last KILL of the lock store connection
         self.primary = mp.Value("i", 0)          # HA: the primary's node
 
 
@@ -654,8 +656,13 @@ class Client:
             # a down-conversion never waits for a holder, but its answer
             # waits for the replica's ack: excused when it overlapped a
             # server fault, as timed() excuses a late call
-            if down and (unstable or self.restarting() or self.shared.fault_at.value >= started):
-                self.count("convert down held back by a server fault")
+            if down and (unstable or self.restarting() or self.shared.fault_at.value >= started or
+                         self.shared.store_kill_at.value >= started - STORE_STALL or
+                         timeout < 0.3):
+                # (a KILL of the lock store connection stalls the lock
+                # manager while it reconnects, and on a loaded machine a
+                # 50 ms timeout can pass in a stall of the scheduler)
+                self.count("convert down held back by a fault or a stall")
             elif down:
                 self.violation("a down-conversion timed out: " + what)
             else:
@@ -864,8 +871,20 @@ class Client:
             # every operation gives back what it took
             rows = self.session_rows()
             if rows:
-                self.violation("after %s client %d's session still holds %s"
-                               % (self.op, self.slot, rows))
+                self.violation("after %s client %d's session still holds %s%s"
+                               % (self.op, self.slot, rows, self.picture_of(rows)))
+
+    def picture_of(self, rows):
+        """What the lock manager's picture says of stray rows of dlock.held
+        (a row the picture lacks could never be released)."""
+        try:
+            return "; the lock manager: %s" % ", ".join(
+                "%s token %d %s" % (text_of(r[0]), r[1],
+                                    "live" if self.one_value("SELECT dlock_check(%s, %s)",
+                                                             (r[0], r[1])) else "not live")
+                for r in rows)
+        except MySQLdb.Error as e:
+            return "; the lock manager not asked: %s" % (e,)
 
     # -- errors -------------------------------------------------------------
     def after_failure(self, text, why):
@@ -891,8 +910,10 @@ class Client:
                     if (self.key, text_of(r[0])) not in self.keyed]
         for name in unknown:
             if text.startswith("dlock_"):
-                self.violation("a %s call left client %d holding %s (%s): %s; last statements %s"
-                               % (why, self.slot, name, held.get(name), text, self.trail))
+                self.violation("a %s call left client %d holding %s (%s%s): %s; last statements %s"
+                               % (why, self.slot, name, held.get(name),
+                                  self.picture_of([(name,) + tuple(held[name])]) if name in held
+                                  else "", text, self.trail))
             else:
                 self.count("grant kept after a kill the server reported late")
 
@@ -1225,6 +1246,7 @@ class Torture:
             cur.execute("KILL %s%d" % ("QUERY " if query_only else "", int(rows[0][0])))
         except MySQLdb.Error:
             return False
+        self.shared.store_kill_at.value = time.monotonic()
         self.stats["fault: KILL%s of the lock store connection" % (" QUERY" if query_only else "")] += 1
         self.stats["  lock store connection killed while %s"
                    % ("idle" if rows[0][1] == "Sleep" else "busy")] += 1
