@@ -66,7 +66,7 @@ mkdir -p "$TMP/deps"
     printf 'package deps\n\nimport (\n\t_ "github.com/go-sql-driver/mysql"\n\t_ "github.com/jackc/pgx/v4/stdlib"\n\t_ "github.com/lib/pq"\n)\n' >deps.go &&
     "$HERE/debian-replace.sh" .
 ) || deps_failed=1
-printf 'go 1.19\n\nuse (\n\t%s\n\t%s\n)\n' "$HERE" "$TMP/deps" >"$TMP/go.work"
+printf 'go 1.19\n\nuse (\n\t"%s"\n\t"%s"\n)\n' "$HERE" "$TMP/deps" >"$TMP/go.work"  # quoted: a checkout path may hold a space
 
 cd "$HERE" || exit 1
 GOWORK="$TMP/go.work" go test -v -count=1 -timeout 600s . 2>&1 | tee "$TMP/go-test.log"
@@ -97,7 +97,9 @@ quickstart() {
     # what `go get github.com/jackc/pgx/v4/stdlib` does with a network
     go mod edit -require=github.com/jackc/pgx/v4@v4.15.0 || return 1
     "$HERE/debian-replace.sh" . || return 1
-    grep -q "^replace github.com/dlock/dlock/clients/go => $ROOT/clients/go" go.mod ||
+    # (go.mod quotes a path with a space)
+    grep -qxF -e "replace github.com/dlock/dlock/clients/go => $ROOT/clients/go" \
+        -e "replace github.com/dlock/dlock/clients/go => \"$ROOT/clients/go\"" go.mod ||
         { echo "quickstart: the replace did not point at this checkout" >&2; return 1; }
     go build -o app . || return 1
     local out
