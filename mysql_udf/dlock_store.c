@@ -32,6 +32,8 @@
 #include <errmsg.h>
 
 #include "dlock_access.h"
+#include "dlock_clock.h"
+#include "dlock_load.h"
 #include "dlock_semisync.h"
 #include "dlock_sessions.h"
 
@@ -73,6 +75,8 @@ static const char *const Q[NQ] = {
 	"DELETE FROM dlock.queue_kept WHERE NOT keep",
 	[Q_ALIVE] =
 	"SELECT ID FROM information_schema.PROCESSLIST",
+	[Q_CONN_ALIVE] =
+	"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?",
 	[Q_GRANTS_LOAD] =
 	"SELECT grantee, prefix FROM dlock.grants",
 	[Q_QUOTAS_LOAD] =
@@ -160,6 +164,8 @@ cnf_path(void)
  * The credentials file holds the store account's password: it must exist,
  * belong to the server's user and be readable by nobody else.
  */
+static int	unended_wait(DlockErr *err);
+
 static int
 check_cnf(const char *path, DlockErr *err)
 {
@@ -196,8 +202,11 @@ store_close(void)
 		}
 	if (store.conn)
 		mysql_close(store.conn);
+	if (store.fenced)
+		store.unended = store.conn_id;
 	store.conn = NULL;
 	store.conn_id = 0;
+	store.fenced = false;
 }
 
 unsigned long long
@@ -266,7 +275,71 @@ store_open(DlockErr *err)
 		}
 	store.conn_id = mysql_thread_id(store.conn);
 	store.patient = semisync;
+	if (store.unended != 0 && unended_wait(err) != 0)
+	{
+		store_close();
+		return -1;
+	}
+	store.fenced = true;
 	return 0;
+}
+
+/*
+ * A statement sent on a connection the manager gave up (killed, timed out,
+ * lost) can still run in that connection's server thread afterwards - after
+ * the batch was written again on a new connection, answered, and a later
+ * batch deleted the row - and bring the row back: a session lock the
+ * picture does not know, that nobody can release (the torture run saw one).
+ * So a new connection writes nothing until the old one's thread has ended:
+ * it is killed (harmless when it is already going) and looked for in the
+ * processlist until gone.  Connection ids are not reused within a server
+ * run, and this plugin's state does not outlive one.
+ */
+static int
+unended_wait(DlockErr *err)
+{
+	char		kill[64];
+	DLockTime	until = mono_us() + LOAD_WAIT_US;
+	long		pause_us = 200;
+
+	snprintf(kill, sizeof(kill), "KILL CONNECTION %llu", store.unended);
+	/* 1094: unknown thread id - it has ended */
+	if (mysql_real_query(store.conn, kill, strlen(kill)) != 0 &&
+		mysql_errno(store.conn) != 1094)
+	{
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: cannot end the connection "
+				 "given up (%llu): %s", store.unended, mysql_error(store.conn));
+		return -1;
+	}
+	for (;;)
+	{
+		Cols		c;
+		Param		p = {.is_int = true, .i = (long long) store.unended};
+		MYSQL_STMT *st = query(Q_CONN_ALIVE, &p, 1, &c, "i", err);
+		long long	alive = 1;
+		int			f;
+
+		if (st == NULL)
+			return -1;
+		while ((f = fetch(st, &c, "i", err)) == 1)
+			alive = c.i[0];
+		if (f < 0)
+			return -1;
+		if (alive == 0)
+		{
+			store.unended = 0;
+			return 0;
+		}
+		if (mono_us() >= until)
+		{
+			dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: the connection given up "
+					 "(%llu) has not ended", store.unended);
+			return -1;
+		}
+		usleep((useconds_t) pause_us);
+		if (pause_us < 50000)
+			pause_us *= 2;
+	}
 }
 
 bool

@@ -28,6 +28,7 @@ enum
 	Q_QUEUE_CLEAN,
 	Q_KEPT_CLEAN,
 	Q_ALIVE,
+	Q_CONN_ALIVE,
 	Q_GRANTS_LOAD,
 	Q_QUOTAS_LOAD,
 	Q_GRANT_ADD,
@@ -63,6 +64,9 @@ typedef struct StoreConn
 	MYSQL	   *conn;
 	MYSQL_STMT *stmts[NQ];
 	unsigned long long conn_id;
+	bool		fenced;			/* conn may write: no older one's thread runs */
+	unsigned long long unended; /* a connection that may have written, closed
+								 * and perhaps not ended yet (store_open) */
 	bool		patient;		/* conn waits for answers without a read timeout */
 	char		self_socket[512];
 	unsigned int self_port;
