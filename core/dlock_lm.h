@@ -139,11 +139,14 @@ typedef struct DLmAllocator
 typedef struct DLmLock DLmLock;
 typedef struct DLmOwner DLmOwner;
 
-/* A node of the manager's chained hash tables (dlock_lm_hash.c). */
+/*
+ * A node of the manager's chained hash tables (dlock_lm_hash.c).  No hash
+ * kept: a table asks its own function when it grows or removes (a word
+ * per object saved, core/README 11).
+ */
 typedef struct DLmHashNode
 {
 	struct DLmHashNode *next;
-	uint64_t	hash;
 } DLmHashNode;
 typedef struct DLmHolder DLmHolder;
 typedef struct DLmWaiter DLmWaiter;
@@ -286,13 +289,6 @@ struct DLmOwner
 	DLmOwner   *empty_next;
 	bool		recheck_listed; /* its waiting groups to look at again (6.2) */
 	DLmOwner   *recheck_next;
-	/* the deadlock search (breadth first) */
-	uint64_t	visited;		/* the search that last reached it */
-	DLmOwner   *bfs_next;		/* its queue */
-	DLmOwner   *bfs_parent;		/* reached from this owner ... */
-	DLmWaiter  *bfs_via;		/* ... waiting with this part ... */
-	int32_t		bfs_pid;		/* ... for this process's holder or request */
-	bool		bfs_held;		/* ... which holds (else queued earlier) */
 };
 
 struct DLmLock

@@ -46,16 +46,21 @@ extern uint64_t dlm_siphash(const uint64_t seed[2], const void *data, size_t len
  * the caller compares.  Buckets double when there are more nodes than
  * buckets; a failed growth only leaves chains longer.
  */
+typedef uint64_t (*DLmHashFn) (const void *arg, const DLmHashNode *n);
+
 typedef struct DLmHash
 {
 	DLmHashNode **buckets;
 	size_t		nbuckets;		/* a power of two */
 	size_t		count;
+	DLmHashFn	hash_of;		/* a node's hash, computed again */
+	const void *hash_arg;
 } DLmHash;
 
-extern bool dlm_hash_init(DLmHash *h, const DLmAllocator *a, size_t nbuckets);
+extern bool dlm_hash_init(DLmHash *h, const DLmAllocator *a, size_t nbuckets,
+						  DLmHashFn hash_of, const void *hash_arg);
 extern void dlm_hash_free(DLmHash *h, const DLmAllocator *a);
-extern void dlm_hash_insert(DLmHash *h, const DLmAllocator *a, DLmHashNode *n);
+extern void dlm_hash_insert(DLmHash *h, const DLmAllocator *a, DLmHashNode *n, uint64_t hash);
 extern void dlm_hash_remove(DLmHash *h, DLmHashNode *n);
 
 /* First node of the chain that may hold 'hash' (then follow ->next). */
@@ -146,6 +151,7 @@ struct DLockManager
 	DLmOwner   *recheck,
 			   *recheck_tail;	/* owners whose cover grew (6.2) */
 	uint64_t	search;			/* deadlock searches so far */
+	struct DLmDeadlockSearch *deadlock; /* the search's memory (dlock_lm_deadlock.c) */
 	DLmCycleStep *cycle;
 	int			cycle_cap;
 	int64_t		tokens[DLOCK_MAX_MULTI];
@@ -222,6 +228,7 @@ dlm_request_part(const DLmWaiter *first, int i)
 }
 
 /* dlock_lm_picture.c: owners, locks, the holders of a lock, holders and waiters */
+extern bool dlm_picture_init(DLockManager *m);
 extern size_t dlm_bounded_len(const char *s, size_t max);
 extern DLmOwner *dlm_owner_find(const DLockManager *m, const char *key, int32_t pid,
 								int64_t start);

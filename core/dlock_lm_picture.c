@@ -16,6 +16,7 @@
  *		dlm_waiter_remove, dlm_request_remove, dlm_ancestors,
  *		dlm_implied_add, dlm_implied_drop	holders and waiters
  *		dlm_bounded_len			a string's length, looked at up to a bound
+ *		dlm_picture_init		the hash tables of owners, locks, holders, roles
  * Interface (dlock_lm.h): dlm_role_locks, dlm_role_bytes; dlm_lookup,
  * dlm_waiter_of, dlm_nlocks, dlm_broken, dlm_lock_holders, dlm_holder_next,
  * dlm_lock_queue, dlm_waiter_next.
@@ -66,8 +67,6 @@ dlm_owner_find(const DLockManager *m, const char *key, int32_t pid, int64_t star
 	{
 		DLmOwner   *o = DLM_CONTAINER(DLmOwner, hash_node, n);
 
-		if (n->hash != hash)
-			continue;
 		if (key ? (o->key && strcmp(o->key, key) == 0) :
 			(!o->key && o->pid == pid && o->session_start == start))
 			return o;
@@ -122,8 +121,7 @@ dlm_owner_get(DLockManager *m, const char *key, int32_t pid, int64_t start)
 	}
 	dlm_list_init(&o->holders);
 	dlm_list_init(&o->waiters);
-	o->hash_node.hash = owner_hash(m, key, pid, start);
-	dlm_hash_insert(&m->owners, &m->mem, &o->hash_node);
+	dlm_hash_insert(&m->owners, &m->mem, &o->hash_node, owner_hash(m, key, pid, start));
 	dlm_note_empty_owner(m, o);
 	return o;
 }
@@ -137,7 +135,7 @@ dlm_lock_find(const DLockManager *m, const char *name, size_t len)
 	{
 		DLmLock    *l = DLM_CONTAINER(DLmLock, hash_node, n);
 
-		if (n->hash == hash && l->name_len == len && memcmp(l->name, name, len) == 0)
+		if (l->name_len == len && memcmp(l->name, name, len) == 0)
 			return l;
 	}
 	return NULL;
@@ -163,8 +161,7 @@ dlm_lock_get(DLockManager *m, const char *name, size_t len)
 	dlm_list_init(&l->holders);
 	dlm_list_init(&l->converts);
 	dlm_list_init(&l->waiters);
-	l->hash_node.hash = dlm_siphash(m->cfg.seed, name, len);
-	dlm_hash_insert(&m->locks, &m->mem, &l->hash_node);
+	dlm_hash_insert(&m->locks, &m->mem, &l->hash_node, dlm_siphash(m->cfg.seed, name, len));
 	note_empty_lock(m, l);
 	return l;
 }
@@ -190,7 +187,7 @@ role_find(const DLockManager *m, uint32_t role)
 	{
 		RoleUse    *u = DLM_CONTAINER(RoleUse, node, n);
 
-		if (n->hash == hash && u->role == role)
+		if (u->role == role)
 			return u;
 	}
 	return NULL;
@@ -222,8 +219,8 @@ dlm_count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, uint32_t role, i
 		if (u == NULL)
 			return;				/* broken: the picture is loaded again */
 		u->role = role;
-		u->node.hash = dlm_siphash(m->cfg.seed, &u->role, sizeof(u->role));
-		dlm_hash_insert(&m->roles, &m->mem, &u->node);
+		dlm_hash_insert(&m->roles, &m->mem, &u->node,
+						dlm_siphash(m->cfg.seed, &u->role, sizeof(u->role)));
 	}
 	if (u)
 	{
@@ -377,8 +374,7 @@ dlm_holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, bool implied,
 	h->expiry_pos = -1;
 	dlm_list_push_tail(&l->holders, &h->lock_link);
 	dlm_list_push_tail(&o->holders, &h->owner_link);
-	h->pair_node.hash = pair_hash(l, o);
-	dlm_hash_insert(&m->pairs, &m->mem, &h->pair_node);
+	dlm_hash_insert(&m->pairs, &m->mem, &h->pair_node, pair_hash(l, o));
 	if (!implied)
 		dlm_count_named(m, o, l, role, 1);
 	l->nheld[mode]++;
@@ -594,4 +590,52 @@ dlm_waiter_next(const DLmWaiter *w)
 	else
 		k = dlm_list_next(&l->waiters, &w->lock_link);
 	return k ? DLM_CONTAINER(DLmWaiter, lock_link, k) : NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * The picture's hash tables: each node's hash computed again from its
+ * object when a table grows or removes it (none is kept in the node)
+ * --------------------------------------------------------------------- */
+
+static uint64_t
+lock_hash_of(const void *arg, const DLmHashNode *n)
+{
+	const DLmLock *l = DLM_CONTAINER(DLmLock, hash_node, n);
+
+	return dlm_siphash(((const DLockManager *) arg)->cfg.seed, l->name, l->name_len);
+}
+
+static uint64_t
+owner_hash_of(const void *arg, const DLmHashNode *n)
+{
+	const DLmOwner *o = DLM_CONTAINER(DLmOwner, hash_node, n);
+
+	return owner_hash(arg, o->key, o->pid, o->session_start);
+}
+
+static uint64_t
+pair_hash_of(const void *arg, const DLmHashNode *n)
+{
+	const DLmHolder *h = HOLDER_OF(n);
+
+	(void) arg;
+	return pair_hash(h->lock, h->owner);
+}
+
+static uint64_t
+role_hash_of(const void *arg, const DLmHashNode *n)
+{
+	const RoleUse *u = DLM_CONTAINER(RoleUse, node, n);
+
+	return dlm_siphash(((const DLockManager *) arg)->cfg.seed, &u->role, sizeof(u->role));
+}
+
+/* The four tables of a new manager; false if out of memory. */
+bool
+dlm_picture_init(DLockManager *m)
+{
+	return dlm_hash_init(&m->locks, &m->mem, 1024, lock_hash_of, m) &&
+		dlm_hash_init(&m->owners, &m->mem, 256, owner_hash_of, m) &&
+		dlm_hash_init(&m->pairs, &m->mem, 1024, pair_hash_of, m) &&
+		dlm_hash_init(&m->roles, &m->mem, 16, role_hash_of, m);
 }
