@@ -252,7 +252,7 @@ do_convert(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 		DLockModeMask converting = 0;
 
 		for (int i = 0; i < DLOCK_NMODES; i++)
-			if (l->nconverting[i] > 0)
+			if (l->line->nconverting[i] > 0)
 				converting |= DLOCK_MODE_BIT(i);
 		/* as if queued at the tail of the conversions and passed over (6) */
 		now_ok = dlm_compatible(r->mode, dlm_others_held(m, l, o)) && dlm_compatible(r->mode, converting);

@@ -291,30 +291,42 @@ struct DLmOwner
 	DLmOwner   *recheck_next;
 };
 
-struct DLmLock
+/*
+ * A lock's line (private): made for its first waiter and kept until the
+ * lock goes; most locks never have one (a held lease is a lock with one
+ * holder), and share dlm_no_line, empty and read-only, meanwhile.
+ */
+typedef struct DLmLine
 {
-	const char *name;
-	int32_t		capacity;		/* a semaphore's (15); 0: a lock */
-	int32_t		permits_held;	/* a semaphore's permits held */
-	bool		election;		/* a leader election's (16) */
-	int32_t		nheld[DLOCK_NMODES];
+	DLmList		converts;		/* DLmWaiter.lock_link: served first */
+	DLmList		waiters;		/* DLmWaiter.lock_link, ticket order */
 	int32_t		nwaiting[DLOCK_NMODES];
 	int32_t		nconverting[DLOCK_NMODES];
+} DLmLine;
+
+/* Fields ordered so that nothing pads: a million leases, a million locks. */
+struct DLmLock
+{
+	int32_t		capacity;		/* a semaphore's (15); 0: a lock */
+	int32_t		permits_held;	/* a semaphore's permits held */
+	int32_t		nheld[DLOCK_NMODES];
 	/* private */
 	DLmHashNode hash_node;
 	DLmList		holders;		/* DLmHolder.lock_link, grant order */
-	DLmList		converts;		/* DLmWaiter.lock_link: served first */
-	DLmList		waiters;		/* DLmWaiter.lock_link, ticket order */
+	DLmLine    *line;			/* its waiters and conversions */
+	DLmLock    *empty_next;
+	DLmLock    *notify_next;
+	DLmLock    *leader_next;	/* dlm_leader_changes */
+	DLmLock    *scan_next;
+	uint32_t	name_len;
 	bool		announced;		/* notified since its last new holder */
 	bool		maybe_empty;
 	bool		notify_listed;
 	bool		scan_listed;
 	bool		leader_listed;
-	DLmLock    *empty_next;
-	DLmLock    *notify_next;
-	DLmLock    *leader_next;	/* dlm_leader_changes */
-	DLmLock    *scan_next;
-	size_t		name_len;
+	/* public */
+	bool		election;		/* a leader election's (16) */
+	char		name[];			/* the name's bytes follow, with a '\0' */
 };
 
 struct DLmHolder

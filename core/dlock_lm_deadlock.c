@@ -182,7 +182,7 @@ edges_of(Search *s, DLmWaiter *w)
 			edge(s, h->owner, h->pid, true))
 			return true;
 	}
-	for (DLmLink *k = dlm_list_head(&l->converts); k; k = dlm_list_next(&l->converts, k))
+	for (DLmLink *k = dlm_list_head(&l->line->converts); k; k = dlm_list_next(&l->line->converts, k))
 	{
 		DLmWaiter  *x = DLM_CONTAINER(DLmWaiter, lock_link, k);
 
@@ -192,7 +192,7 @@ edges_of(Search *s, DLmWaiter *w)
 			edge(s, x->owner, x->pid, false))
 			return true;
 	}
-	for (DLmLink *k = dlm_list_head(&l->waiters); k; k = dlm_list_next(&l->waiters, k))
+	for (DLmLink *k = dlm_list_head(&l->line->waiters); k; k = dlm_list_next(&l->line->waiters, k))
 	{
 		DLmWaiter  *x = DLM_CONTAINER(DLmWaiter, lock_link, k);
 

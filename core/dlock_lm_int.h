@@ -171,6 +171,16 @@ struct DLockManager
 	DLockTime	now;			/* the current event's */
 };
 
+/* A lock's allocation: the struct and its name. */
+static inline size_t
+dlm_lock_size(size_t name_len)
+{
+	return offsetof(DLmLock, name) + name_len + 1;
+}
+
+/* The line of locks nobody waits for yet (dlock_lm_picture.c): never written. */
+extern const DLmLine dlm_no_line;
+
 /* compatible (1): the mode conflicts with none of the others. */
 static inline bool
 dlm_compatible(int mode, DLockModeMask others)
@@ -189,8 +199,8 @@ dlm_owner_in_use(const DLmOwner *o)
 static inline bool
 dlm_lock_in_use(const DLmLock *l)
 {
-	return !dlm_list_empty(&l->holders) || !dlm_list_empty(&l->converts) ||
-		!dlm_list_empty(&l->waiters);
+	return !dlm_list_empty(&l->holders) || !dlm_list_empty(&l->line->converts) ||
+		!dlm_list_empty(&l->line->waiters);
 }
 
 /*
@@ -236,6 +246,7 @@ extern DLmOwner *dlm_owner_get(DLockManager *m, const char *key, int32_t pid, in
 extern void dlm_note_empty_owner(DLockManager *m, DLmOwner *o);
 extern DLmLock *dlm_lock_find(const DLockManager *m, const char *name, size_t len);
 extern DLmLock *dlm_lock_get(DLockManager *m, const char *name, size_t len);
+extern bool dlm_line_make(DLockManager *m, DLmLock *l);
 extern void dlm_count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, uint32_t role,
 							int delta);
 extern DLmHolder *dlm_named_holder(const DLockManager *m, const DLmLock *l, const DLmOwner *o);

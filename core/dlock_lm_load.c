@@ -344,7 +344,7 @@ dlm_load_done(DLockManager *m, DLockTime now)
 	{
 		DLmLock    *l = DLM_CONTAINER(DLmLock, hash_node, x);
 
-		if (!dlm_list_empty(&l->waiters) || !dlm_list_empty(&l->converts))
+		if (!dlm_list_empty(&l->line->waiters) || !dlm_list_empty(&l->line->converts))
 			dlm_scan_later(m, l);
 	}
 	dlm_drain(m, now);

@@ -8,7 +8,7 @@
  *
  * Interface (dlock_lm_int.h):
  *		dlm_owner_find, dlm_owner_get, dlm_lock_find, dlm_lock_get,
- *		dlm_note_empty_owner	owners and locks
+ *		dlm_line_make, dlm_note_empty_owner	owners and locks
  *		dlm_count_named			a named holder or waiting part came or went (13)
  *		dlm_named_holder, dlm_implied_holder, dlm_own_covers,
  *		dlm_others_held, dlm_grantable_now	a lock's holders (1)
@@ -146,24 +146,43 @@ DLmLock *
 dlm_lock_get(DLockManager *m, const char *name, size_t len)
 {
 	DLmLock    *l = dlm_lock_find(m, name, len);
-	char	   *copy;
 
 	if (l)
 		return l;
-	l = dlm_alloc0(m, sizeof(DLmLock) + len + 1);
+	l = dlm_alloc0(m, dlm_lock_size(len));
 	if (l == NULL)
 		return NULL;
-	copy = (char *) (l + 1);
-	memcpy(copy, name, len);
-	copy[len] = '\0';
-	l->name = copy;
+	memcpy(l->name, name, len);
+	l->name[len] = '\0';
 	l->name_len = len;
 	dlm_list_init(&l->holders);
-	dlm_list_init(&l->converts);
-	dlm_list_init(&l->waiters);
+	l->line = (DLmLine *) &dlm_no_line;
 	dlm_hash_insert(&m->locks, &m->mem, &l->hash_node, dlm_siphash(m->cfg.seed, name, len));
 	note_empty_lock(m, l);
 	return l;
+}
+
+const DLmLine dlm_no_line = {
+	{{(DLmLink *) &dlm_no_line.converts.head, (DLmLink *) &dlm_no_line.converts.head}},
+	{{(DLmLink *) &dlm_no_line.waiters.head, (DLmLink *) &dlm_no_line.waiters.head}},
+	{0}, {0}
+};
+
+/* L's own line, for a first waiter; false if out of memory (broken). */
+bool
+dlm_line_make(DLockManager *m, DLmLock *l)
+{
+	DLmLine    *q;
+
+	if (l->line != &dlm_no_line)
+		return true;
+	q = dlm_alloc0(m, sizeof(DLmLine));
+	if (q == NULL)
+		return false;
+	dlm_list_init(&q->converts);
+	dlm_list_init(&q->waiters);
+	l->line = q;
+	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -336,7 +355,7 @@ queued_modes(const DLmLock *l)
 	DLockModeMask mask = 0;
 
 	for (int i = 0; i < DLOCK_NMODES; i++)
-		if (l->nwaiting[i] > 0 || l->nconverting[i] > 0)
+		if (l->line->nwaiting[i] > 0 || l->line->nconverting[i] > 0)
 			mask |= DLOCK_MODE_BIT(i);
 	return mask;
 }
@@ -406,11 +425,11 @@ dlm_waiter_remove(DLockManager *m, DLmWaiter *w)
 		dlm_count_named(m, w->owner, w->lock, w->role, -1);
 	if (w->holder)
 	{
-		w->lock->nconverting[w->mode]--;
+		w->lock->line->nconverting[w->mode]--;
 		w->holder->conversion = NULL;
 	}
 	else
-		w->lock->nwaiting[w->mode]--;
+		w->lock->line->nwaiting[w->mode]--;
 	if (w->requester >= 0 && m->waiting[w->requester] == w)
 		m->waiting[w->requester] = NULL;
 	w->group = NULL;
@@ -568,10 +587,10 @@ dlm_holder_next(const DLmHolder *h)
 DLmWaiter *
 dlm_lock_queue(const DLmLock *l)
 {
-	DLmLink    *k = dlm_list_head(&l->converts);
+	DLmLink    *k = dlm_list_head(&l->line->converts);
 
 	if (k == NULL)
-		k = dlm_list_head(&l->waiters);
+		k = dlm_list_head(&l->line->waiters);
 	return k ? DLM_CONTAINER(DLmWaiter, lock_link, k) : NULL;
 }
 
@@ -583,12 +602,12 @@ dlm_waiter_next(const DLmWaiter *w)
 
 	if (w->holder)
 	{
-		k = dlm_list_next(&l->converts, &w->lock_link);
+		k = dlm_list_next(&l->line->converts, &w->lock_link);
 		if (k == NULL)
-			k = dlm_list_head(&l->waiters);
+			k = dlm_list_head(&l->line->waiters);
 	}
 	else
-		k = dlm_list_next(&l->waiters, &w->lock_link);
+		k = dlm_list_next(&l->line->waiters, &w->lock_link);
 	return k ? DLM_CONTAINER(DLmWaiter, lock_link, k) : NULL;
 }
 
