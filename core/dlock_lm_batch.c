@@ -237,7 +237,7 @@ dlm_settle(DLockManager *m)
 		if (dlm_list_empty(&o->holders) && dlm_list_empty(&o->waiters))
 		{
 			dlm_hash_remove(&m->owners, &o->hash_node);
-			dlm_mem_free(m, o, sizeof(DLmOwner) + (o->key ? strlen(o->key) + 1 : 0));
+			dlm_mem_free(m, o, dlm_owner_size(o->key));
 		}
 	}
 	m->empty_owners = NULL;

@@ -29,6 +29,8 @@
 
 #include "dlock_lm.h"
 
+#include <string.h>
+
 /*
  * Nothing declared here is seen outside the library that links core/ (the
  * PostgreSQL extension, the MariaDB plugin): the calls between the files
@@ -176,6 +178,13 @@ static inline size_t
 dlm_lock_size(size_t name_len)
 {
 	return offsetof(DLmLock, name) + name_len + 1;
+}
+
+/* An owner's allocation: the struct and a key's bytes (NULL: a session). */
+static inline size_t
+dlm_owner_size(const char *key)
+{
+	return offsetof(DLmOwner, key_bytes) + (key ? strlen(key) + 1 : 0);
 }
 
 /* The line of locks nobody waits for yet (dlock_lm_picture.c): never written. */

@@ -100,19 +100,16 @@ DLmOwner *
 dlm_owner_get(DLockManager *m, const char *key, int32_t pid, int64_t start)
 {
 	DLmOwner   *o = dlm_owner_find(m, key, pid, start);
-	size_t		len = key ? strlen(key) : 0;
 
 	if (o)
 		return o;
-	o = dlm_alloc0(m, sizeof(DLmOwner) + (key ? len + 1 : 0));
+	o = dlm_alloc0(m, dlm_owner_size(key));
 	if (o == NULL)
 		return NULL;
 	if (key)
 	{
-		char	   *copy = (char *) (o + 1);
-
-		memcpy(copy, key, len + 1);
-		o->key = copy;
+		memcpy(o->key_bytes, key, strlen(key) + 1);
+		o->key = o->key_bytes;
 	}
 	else
 	{
