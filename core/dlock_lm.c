@@ -215,7 +215,7 @@ do_convert(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 		dlm_answer_error(m, r->requester, l->election ? DLM_ERR_IS_ELECTION : DLM_ERR_IS_SEMAPHORE);
 		return;
 	}
-	if (h->conversion)
+	if (dlm_conversion_of(h))
 	{
 		dlm_answer_error(m, r->requester, DLM_ERR_CONVERSION_WAITING);
 		return;

@@ -361,7 +361,6 @@ struct DLmHolder
 	DLmLink		lock_link;
 	DLmLink		owner_link;
 	DLmHashNode pair_node;		/* in the hash by (lock, owner) */
-	DLmWaiter  *conversion;		/* its pending up-conversion */
 	DLmHolder  *touched_next;
 };
 

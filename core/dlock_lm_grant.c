@@ -240,7 +240,6 @@ dlm_enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 	{
 		dlm_list_push_tail(&l->line->converts, &w->lock_link);
 		l->line->nconverting[mode]++;
-		converting->conversion = w;
 	}
 	else
 	{

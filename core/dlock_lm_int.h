@@ -233,6 +233,25 @@ dlm_request_role(const DLmOwner *o, const DLmRequest *r)
 	return o->key ? o->role : r->role;
 }
 
+/*
+ * H's pending up-conversion, or NULL: found in its lock's conversions (few,
+ * and none on most locks) rather than kept in every holder.
+ */
+static inline DLmWaiter *
+dlm_conversion_of(const DLmHolder *h)
+{
+	const DLmList *c = &h->lock->line->converts;
+
+	for (DLmLink *k = dlm_list_head(c); k; k = dlm_list_next(c, k))
+	{
+		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, lock_link, k);
+
+		if (w->holder == h)
+			return w;
+	}
+	return NULL;
+}
+
 /* A waiting request's parts: its group's, or its first part alone. */
 static inline int
 dlm_request_nparts(const DLmWaiter *first)

@@ -421,10 +421,7 @@ dlm_waiter_remove(DLockManager *m, DLmWaiter *w)
 	if (!w->implied && !w->holder)
 		dlm_count_named(m, w->owner, w->lock, w->role, -1);
 	if (w->holder)
-	{
 		w->lock->line->nconverting[w->mode]--;
-		w->holder->conversion = NULL;
-	}
 	else
 		w->lock->line->nwaiting[w->mode]--;
 	if (w->requester >= 0 && m->waiting[w->requester] == w)
@@ -466,11 +463,11 @@ dlm_request_remove(DLockManager *m, DLmWaiter *w)
 void
 dlm_holder_remove(DLockManager *m, DLmHolder *h)
 {
-	/* a conversion still waiting ends with the lock it would convert (4.1) */
-	if (h->conversion)
-	{
-		DLmWaiter  *c = h->conversion;
+	DLmWaiter  *c = dlm_conversion_of(h);
 
+	/* a conversion still waiting ends with the lock it would convert (4.1) */
+	if (c)
+	{
 		dlm_answer(m, c->requester, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
 		dlm_request_remove(m, c);
 	}
