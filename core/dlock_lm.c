@@ -215,7 +215,7 @@ do_convert(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 		dlm_answer_error(m, r->requester, l->election ? DLM_ERR_IS_ELECTION : DLM_ERR_IS_SEMAPHORE);
 		return;
 	}
-	if (h->conversion)
+	if (dlm_conversion_of(h))
 	{
 		dlm_answer_error(m, r->requester, DLM_ERR_CONVERSION_WAITING);
 		return;
@@ -252,7 +252,7 @@ do_convert(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime now)
 		DLockModeMask converting = 0;
 
 		for (int i = 0; i < DLOCK_NMODES; i++)
-			if (l->nconverting[i] > 0)
+			if (l->line->nconverting[i] > 0)
 				converting |= DLOCK_MODE_BIT(i);
 		/* as if queued at the tail of the conversions and passed over (6) */
 		now_ok = dlm_compatible(r->mode, dlm_others_held(m, l, o)) && dlm_compatible(r->mode, converting);

@@ -139,11 +139,14 @@ typedef struct DLmAllocator
 typedef struct DLmLock DLmLock;
 typedef struct DLmOwner DLmOwner;
 
-/* A node of the manager's chained hash tables (dlock_lm_hash.c). */
+/*
+ * A node of the manager's chained hash tables (dlock_lm_hash.c).  No hash
+ * kept: a table asks its own function when it grows or removes (a word
+ * per object saved, core/README 11).
+ */
 typedef struct DLmHashNode
 {
 	struct DLmHashNode *next;
-	uint64_t	hash;
 } DLmHashNode;
 typedef struct DLmHolder DLmHolder;
 typedef struct DLmWaiter DLmWaiter;
@@ -257,100 +260,107 @@ typedef struct DLmRequest
 	const char *value;
 } DLmRequest;
 
-/* Where a holder or waiter stands against the store. */
+/* Where a holder or waiter stands against the store (one byte). */
 typedef struct DLmPersist
 {
-	bool		stored;			/* a row for it is in the store */
-	bool		dirty;			/* the row needs an update */
-	bool		dead;			/* gone from the picture: delete the row */
-	bool		listed;			/* among the touched */
+	bool		stored:1;		/* a row for it is in the store */
+	bool		dirty:1;		/* the row needs an update */
+	bool		dead:1;			/* gone from the picture: delete the row */
+	bool		listed:1;		/* among the touched */
 } DLmPersist;
 
 /*
  * The picture's objects.  The caller reads the public fields (to store
- * rows, to show them); the links are the manager's.
+ * rows, to show them); the links are the manager's.  Owners, locks and
+ * holders order their fields so that nothing pads: a held lease is one of
+ * each, and there may be a million (core/README 11).
  */
 struct DLmOwner
 {
 	const char *key;			/* owner key; NULL: a session */
-	int32_t		pid;			/* a session: its process */
 	int64_t		session_start;
-	uint32_t	role;			/* a key's: the role whose request filled it (12) */
 	int64_t		nnamed;			/* named locks it holds or waits for (13) */
 	int64_t		nbytes;			/* their bytes: name and key lengths (13) */
+	int32_t		pid;			/* a session: its process */
+	uint32_t	role;			/* a key's: the role whose request filled it (12) */
 	/* private */
 	DLmHashNode hash_node;
 	DLmList		holders;		/* DLmHolder.owner_link */
 	DLmList		waiters;		/* DLmWaiter.owner_link */
-	bool		maybe_empty;
 	DLmOwner   *empty_next;
-	bool		recheck_listed; /* its waiting groups to look at again (6.2) */
 	DLmOwner   *recheck_next;
-	/* the deadlock search (breadth first) */
-	uint64_t	visited;		/* the search that last reached it */
-	DLmOwner   *bfs_next;		/* its queue */
-	DLmOwner   *bfs_parent;		/* reached from this owner ... */
-	DLmWaiter  *bfs_via;		/* ... waiting with this part ... */
-	int32_t		bfs_pid;		/* ... for this process's holder or request */
-	bool		bfs_held;		/* ... which holds (else queued earlier) */
+	bool		maybe_empty;
+	bool		recheck_listed; /* its waiting groups to look at again (6.2) */
+	char		key_bytes[];	/* a key's: 'key' points here */
 };
 
-struct DLmLock
+/*
+ * A lock's line (private): made for its first waiter and kept until the
+ * lock goes; most locks never have one (a held lease is a lock with one
+ * holder), and share dlm_no_line, empty and read-only, meanwhile.
+ */
+typedef struct DLmLine
 {
-	const char *name;
-	int32_t		capacity;		/* a semaphore's (15); 0: a lock */
-	int32_t		permits_held;	/* a semaphore's permits held */
-	bool		election;		/* a leader election's (16) */
-	int32_t		nheld[DLOCK_NMODES];
+	DLmList		converts;		/* DLmWaiter.lock_link: served first */
+	DLmList		waiters;		/* DLmWaiter.lock_link, ticket order */
 	int32_t		nwaiting[DLOCK_NMODES];
 	int32_t		nconverting[DLOCK_NMODES];
+} DLmLine;
+
+/* Fields ordered so that nothing pads: a million leases, a million locks. */
+struct DLmLock
+{
+	int32_t		capacity;		/* a semaphore's (15); 0: a lock */
+	int32_t		permits_held;	/* a semaphore's permits held */
+	int32_t		nheld[DLOCK_NMODES];
 	/* private */
 	DLmHashNode hash_node;
 	DLmList		holders;		/* DLmHolder.lock_link, grant order */
-	DLmList		converts;		/* DLmWaiter.lock_link: served first */
-	DLmList		waiters;		/* DLmWaiter.lock_link, ticket order */
+	DLmLine    *line;			/* its waiters and conversions */
+	DLmLock    *empty_next;
+	DLmLock    *notify_next;
+	DLmLock    *leader_next;	/* dlm_leader_changes */
+	DLmLock    *scan_next;
+	uint32_t	name_len;
 	bool		announced;		/* notified since its last new holder */
 	bool		maybe_empty;
 	bool		notify_listed;
 	bool		scan_listed;
 	bool		leader_listed;
-	DLmLock    *empty_next;
-	DLmLock    *notify_next;
-	DLmLock    *leader_next;	/* dlm_leader_changes */
-	DLmLock    *scan_next;
-	size_t		name_len;
+	/* public */
+	bool		election;		/* a leader election's (16) */
+	char		name[];			/* the name's bytes follow, with a '\0' */
 };
 
 struct DLmHolder
 {
 	DLmLock    *lock;
 	DLmOwner   *owner;
-	int			mode;
-	bool		implied;		/* an intention held for locks below */
-	int32_t		count;
 	int64_t		token;
 	int64_t		stored_token;	/* the token its stored row has */
-	int			stored_mode;	/* ... and its mode and permits: whether an */
-	int32_t		stored_permits; /* update weakens the row (a store's order) */
-	int32_t		pid;			/* the session that acquired it */
 	int64_t		backend_start;
-	uint32_t	role;			/* counted and shown under (12): an owner
-								 * key's role, or the role of the session's
-								 * request that took it */
 	DLockTime	granted_at;
 	DLockTime	expires_at;		/* 0: no lease */
 	int64_t		ttl_us;			/* 0: no lease */
+	char	   *value;			/* a leader's (16); NULL otherwise */
+	int32_t		count;
+	int32_t		pid;			/* the session that acquired it */
+	uint32_t	role;			/* counted and shown under (12): an owner
+								 * key's role, or the role of the session's
+								 * request that took it */
 	/* levels granted to kept places with no call waiting, uncollected (14) */
 	int32_t		kept;
 	int32_t		permits;		/* of a semaphore (15); 0 for a lock */
-	char	   *value;			/* a leader's (16); NULL otherwise */
+	int32_t		stored_permits; /* the stored row's permits and mode: whether */
+	int8_t		stored_mode;	/* an update weakens the row (a store's order) */
+	int8_t		mode;
+	bool		implied;		/* an intention held for locks below */
 	DLmPersist	p;
 	/* private */
+	int32_t		expiry_pos;		/* index in the lease heap; -1: none */
 	DLmLink		lock_link;
 	DLmLink		owner_link;
 	DLmHashNode pair_node;		/* in the hash by (lock, owner) */
-	DLmWaiter  *conversion;		/* its pending up-conversion */
-	int32_t		expiry_pos;		/* index in the lease heap; -1: none */
 	DLmHolder  *touched_next;
 };
 

@@ -221,11 +221,12 @@ dlm_settle(DLockManager *m)
 	{
 		ln = l->empty_next;
 		l->maybe_empty = false;
-		if (dlm_list_empty(&l->holders) && dlm_list_empty(&l->converts) &&
-			dlm_list_empty(&l->waiters) && !l->scan_listed)
+		if (!dlm_lock_in_use(l) && !l->scan_listed)
 		{
 			dlm_hash_remove(&m->locks, &l->hash_node);
-			dlm_mem_free(m, l, sizeof(DLmLock) + l->name_len + 1);
+			if (l->line != &dlm_no_line)
+				dlm_mem_free(m, l->line, sizeof(DLmLine));
+			dlm_mem_free(m, l, dlm_lock_size(l->name_len));
 		}
 	}
 	m->empty_locks = NULL;
@@ -236,7 +237,7 @@ dlm_settle(DLockManager *m)
 		if (dlm_list_empty(&o->holders) && dlm_list_empty(&o->waiters))
 		{
 			dlm_hash_remove(&m->owners, &o->hash_node);
-			dlm_mem_free(m, o, sizeof(DLmOwner) + (o->key ? strlen(o->key) + 1 : 0));
+			dlm_mem_free(m, o, dlm_owner_size(o->key));
 		}
 	}
 	m->empty_owners = NULL;

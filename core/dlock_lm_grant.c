@@ -214,9 +214,9 @@ DLmWaiter *
 dlm_enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 		DLmHolder *converting, int mode, bool implied, DLockTime now)
 {
-	DLmWaiter  *w = dlm_alloc0(m, sizeof(DLmWaiter));
+	DLmWaiter  *w;
 
-	if (w == NULL)
+	if (!dlm_line_make(m, l) || (w = dlm_alloc0(m, sizeof(DLmWaiter))) == NULL)
 		return NULL;
 	w->lock = l;
 	w->owner = o;
@@ -238,14 +238,13 @@ dlm_enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 		m->broken = true;		/* the picture is loaded again */
 	if (converting)
 	{
-		dlm_list_push_tail(&l->converts, &w->lock_link);
-		l->nconverting[mode]++;
-		converting->conversion = w;
+		dlm_list_push_tail(&l->line->converts, &w->lock_link);
+		l->line->nconverting[mode]++;
 	}
 	else
 	{
-		dlm_list_push_tail(&l->waiters, &w->lock_link);
-		l->nwaiting[mode]++;
+		dlm_list_push_tail(&l->line->waiters, &w->lock_link);
+		l->line->nwaiting[mode]++;
 	}
 	dlm_list_push_tail(&o->waiters, &w->owner_link);
 	m->nwaiters++;
@@ -285,7 +284,7 @@ part_grantable(const DLockManager *m, const DLmWaiter *x)
 
 	if (x->holder)
 	{
-		for (DLmLink *k = dlm_list_head(&l->converts); k; k = dlm_list_next(&l->converts, k))
+		for (DLmLink *k = dlm_list_head(&l->line->converts); k; k = dlm_list_next(&l->line->converts, k))
 		{
 			const DLmWaiter *y = DLM_CONTAINER(DLmWaiter, lock_link, k);
 
@@ -298,9 +297,9 @@ part_grantable(const DLockManager *m, const DLmWaiter *x)
 	if (dlm_own_covers(m, l, x->owner, x->mode))
 		return true;
 	for (int i = 0; i < DLOCK_NMODES; i++)
-		if (l->nconverting[i] > 0)
+		if (l->line->nconverting[i] > 0)
 			ahead |= DLOCK_MODE_BIT(i);
-	for (DLmLink *k = dlm_list_head(&l->waiters); k; k = dlm_list_next(&l->waiters, k))
+	for (DLmLink *k = dlm_list_head(&l->line->waiters); k; k = dlm_list_next(&l->line->waiters, k))
 	{
 		const DLmWaiter *y = DLM_CONTAINER(DLmWaiter, lock_link, k);
 
@@ -405,11 +404,11 @@ dlm_grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 		return;
 	}
 
-	for (k = dlm_list_head(&l->converts); k && !m->broken; k = next)
+	for (k = dlm_list_head(&l->line->converts); k && !m->broken; k = next)
 	{
 		DLmWaiter  *c = DLM_CONTAINER(DLmWaiter, lock_link, k);
 
-		next = dlm_list_next(&l->converts, k);
+		next = dlm_list_next(&l->line->converts, k);
 		if (!dlm_compatible(c->mode, ahead) ||
 			!dlm_compatible(c->mode, dlm_others_held(m, l, c->owner)))
 			ahead |= DLOCK_MODE_BIT(c->mode);
@@ -436,15 +435,15 @@ dlm_grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 		}
 	}
 
-	memcpy(left, l->nwaiting, sizeof(left));
-	for (k = dlm_list_head(&l->waiters); k && !m->broken; k = next)
+	memcpy(left, l->line->nwaiting, sizeof(left));
+	for (k = dlm_list_head(&l->line->waiters); k && !m->broken; k = next)
 	{
 		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, lock_link, k);
 		DLmHolder  *own;
 
 		if (!any_may_pass(left, ahead))
 			break;
-		next = dlm_list_next(&l->waiters, k);
+		next = dlm_list_next(&l->line->waiters, k);
 		left[w->mode]--;
 		if (!dlm_compatible(w->mode, ahead) ||
 			!dlm_compatible(w->mode, dlm_others_held(m, l, w->owner)))

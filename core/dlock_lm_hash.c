@@ -72,8 +72,11 @@ dlm_siphash(const uint64_t seed[2], const void *data, size_t len)
  * --------------------------------------------------------------------- */
 
 bool
-dlm_hash_init(DLmHash *h, const DLmAllocator *a, size_t nbuckets)
+dlm_hash_init(DLmHash *h, const DLmAllocator *a, size_t nbuckets, DLmHashFn hash_of,
+			  const void *hash_arg)
 {
+	h->hash_of = hash_of;
+	h->hash_arg = hash_arg;
 	h->buckets = a->alloc(a->arg, nbuckets * sizeof(DLmHashNode *));
 	if (h->buckets == NULL)
 		return false;
@@ -94,7 +97,8 @@ dlm_hash_free(DLmHash *h, const DLmAllocator *a)
 
 /*
  * Double the buckets.  All at once: a million names rehash in tens of
- * milliseconds, once; a failed allocation keeps the old buckets.
+ * milliseconds, once (their hashes computed again); a failed allocation
+ * keeps the old buckets.
  */
 static void
 hash_grow(DLmHash *h, const DLmAllocator *a)
@@ -112,7 +116,7 @@ hash_grow(DLmHash *h, const DLmAllocator *a)
 		while (x)
 		{
 			DLmHashNode *next = x->next;
-			size_t		j = x->hash & (n - 1);
+			size_t		j = h->hash_of(h->hash_arg, x) & (n - 1);
 
 			x->next = b[j];
 			b[j] = x;
@@ -125,13 +129,13 @@ hash_grow(DLmHash *h, const DLmAllocator *a)
 }
 
 void
-dlm_hash_insert(DLmHash *h, const DLmAllocator *a, DLmHashNode *n)
+dlm_hash_insert(DLmHash *h, const DLmAllocator *a, DLmHashNode *n, uint64_t hash)
 {
 	size_t		i;
 
 	if (h->count >= h->nbuckets)
 		hash_grow(h, a);
-	i = n->hash & (h->nbuckets - 1);
+	i = hash & (h->nbuckets - 1);
 	n->next = h->buckets[i];
 	h->buckets[i] = n;
 	h->count++;
@@ -140,7 +144,7 @@ dlm_hash_insert(DLmHash *h, const DLmAllocator *a, DLmHashNode *n)
 void
 dlm_hash_remove(DLmHash *h, DLmHashNode *n)
 {
-	DLmHashNode **p = &h->buckets[n->hash & (h->nbuckets - 1)];
+	DLmHashNode **p = &h->buckets[h->hash_of(h->hash_arg, n) & (h->nbuckets - 1)];
 
 	while (*p && *p != n)
 		p = &(*p)->next;

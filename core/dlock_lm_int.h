@@ -29,6 +29,8 @@
 
 #include "dlock_lm.h"
 
+#include <string.h>
+
 /*
  * Nothing declared here is seen outside the library that links core/ (the
  * PostgreSQL extension, the MariaDB plugin): the calls between the files
@@ -46,16 +48,21 @@ extern uint64_t dlm_siphash(const uint64_t seed[2], const void *data, size_t len
  * the caller compares.  Buckets double when there are more nodes than
  * buckets; a failed growth only leaves chains longer.
  */
+typedef uint64_t (*DLmHashFn) (const void *arg, const DLmHashNode *n);
+
 typedef struct DLmHash
 {
 	DLmHashNode **buckets;
 	size_t		nbuckets;		/* a power of two */
 	size_t		count;
+	DLmHashFn	hash_of;		/* a node's hash, computed again */
+	const void *hash_arg;
 } DLmHash;
 
-extern bool dlm_hash_init(DLmHash *h, const DLmAllocator *a, size_t nbuckets);
+extern bool dlm_hash_init(DLmHash *h, const DLmAllocator *a, size_t nbuckets,
+						  DLmHashFn hash_of, const void *hash_arg);
 extern void dlm_hash_free(DLmHash *h, const DLmAllocator *a);
-extern void dlm_hash_insert(DLmHash *h, const DLmAllocator *a, DLmHashNode *n);
+extern void dlm_hash_insert(DLmHash *h, const DLmAllocator *a, DLmHashNode *n, uint64_t hash);
 extern void dlm_hash_remove(DLmHash *h, DLmHashNode *n);
 
 /* First node of the chain that may hold 'hash' (then follow ->next). */
@@ -146,6 +153,7 @@ struct DLockManager
 	DLmOwner   *recheck,
 			   *recheck_tail;	/* owners whose cover grew (6.2) */
 	uint64_t	search;			/* deadlock searches so far */
+	struct DLmDeadlockSearch *deadlock; /* the search's memory (dlock_lm_deadlock.c) */
 	DLmCycleStep *cycle;
 	int			cycle_cap;
 	int64_t		tokens[DLOCK_MAX_MULTI];
@@ -165,6 +173,23 @@ struct DLockManager
 	DLockTime	now;			/* the current event's */
 };
 
+/* A lock's allocation: the struct and its name. */
+static inline size_t
+dlm_lock_size(size_t name_len)
+{
+	return offsetof(DLmLock, name) + name_len + 1;
+}
+
+/* An owner's allocation: the struct and a key's bytes (NULL: a session). */
+static inline size_t
+dlm_owner_size(const char *key)
+{
+	return offsetof(DLmOwner, key_bytes) + (key ? strlen(key) + 1 : 0);
+}
+
+/* The line of locks nobody waits for yet (dlock_lm_picture.c): never written. */
+extern const DLmLine dlm_no_line;
+
 /* compatible (1): the mode conflicts with none of the others. */
 static inline bool
 dlm_compatible(int mode, DLockModeMask others)
@@ -183,8 +208,8 @@ dlm_owner_in_use(const DLmOwner *o)
 static inline bool
 dlm_lock_in_use(const DLmLock *l)
 {
-	return !dlm_list_empty(&l->holders) || !dlm_list_empty(&l->converts) ||
-		!dlm_list_empty(&l->waiters);
+	return !dlm_list_empty(&l->holders) || !dlm_list_empty(&l->line->converts) ||
+		!dlm_list_empty(&l->line->waiters);
 }
 
 /*
@@ -208,6 +233,25 @@ dlm_request_role(const DLmOwner *o, const DLmRequest *r)
 	return o->key ? o->role : r->role;
 }
 
+/*
+ * H's pending up-conversion, or NULL: found in its lock's conversions (few,
+ * and none on most locks) rather than kept in every holder.
+ */
+static inline DLmWaiter *
+dlm_conversion_of(const DLmHolder *h)
+{
+	const DLmList *c = &h->lock->line->converts;
+
+	for (DLmLink *k = dlm_list_head(c); k; k = dlm_list_next(c, k))
+	{
+		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, lock_link, k);
+
+		if (w->holder == h)
+			return w;
+	}
+	return NULL;
+}
+
 /* A waiting request's parts: its group's, or its first part alone. */
 static inline int
 dlm_request_nparts(const DLmWaiter *first)
@@ -222,6 +266,7 @@ dlm_request_part(const DLmWaiter *first, int i)
 }
 
 /* dlock_lm_picture.c: owners, locks, the holders of a lock, holders and waiters */
+extern bool dlm_picture_init(DLockManager *m);
 extern size_t dlm_bounded_len(const char *s, size_t max);
 extern DLmOwner *dlm_owner_find(const DLockManager *m, const char *key, int32_t pid,
 								int64_t start);
@@ -229,6 +274,7 @@ extern DLmOwner *dlm_owner_get(DLockManager *m, const char *key, int32_t pid, in
 extern void dlm_note_empty_owner(DLockManager *m, DLmOwner *o);
 extern DLmLock *dlm_lock_find(const DLockManager *m, const char *name, size_t len);
 extern DLmLock *dlm_lock_get(DLockManager *m, const char *name, size_t len);
+extern bool dlm_line_make(DLockManager *m, DLmLock *l);
 extern void dlm_count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, uint32_t role,
 							int delta);
 extern DLmHolder *dlm_named_holder(const DLockManager *m, const DLmLock *l, const DLmOwner *o);

@@ -137,7 +137,7 @@ dlm_kept_behind(DLockManager *m, DLmWaiter *first)
 	{
 		DLmWaiter  *w = dlm_request_part(first, i);
 
-		if (dlm_list_head(&w->lock->waiters) != &w->lock_link)
+		if (dlm_list_head(&w->lock->line->waiters) != &w->lock_link)
 		{
 			dlm_detach(m, first, m->now);
 			dlm_answer(m, requester, DLOCK_STATUS_KEPT, first->ticket, first->kept_until, 0);

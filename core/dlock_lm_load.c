@@ -112,10 +112,7 @@ dlm_create(const DLmConfig *config)
 	dlm_list_init(&m->young);
 	dlm_list_init(&m->kept);
 	m->next_ticket = m->ticket_hi = 1;
-	if (!dlm_hash_init(&m->locks, &m->mem, 1024) ||
-		!dlm_hash_init(&m->owners, &m->mem, 256) ||
-		!dlm_hash_init(&m->pairs, &m->mem, 1024) ||
-		!dlm_hash_init(&m->roles, &m->mem, 16) ||
+	if (!dlm_picture_init(m) ||
 		(m->waiting = dlm_alloc0(m, sizeof(DLmWaiter *) * (config->nrequesters + 1))) == NULL ||
 		(m->asks = dlm_alloc0(m, sizeof(struct DLmAsk) * (config->nrequesters + 1))) == NULL ||
 		(m->part_locks = dlm_alloc0(m, sizeof(DLmLock *) * DLM_MAX_PARTS)) == NULL ||
@@ -347,7 +344,7 @@ dlm_load_done(DLockManager *m, DLockTime now)
 	{
 		DLmLock    *l = DLM_CONTAINER(DLmLock, hash_node, x);
 
-		if (!dlm_list_empty(&l->waiters) || !dlm_list_empty(&l->converts))
+		if (!dlm_list_empty(&l->line->waiters) || !dlm_list_empty(&l->line->converts))
 			dlm_scan_later(m, l);
 	}
 	dlm_drain(m, now);

@@ -8,7 +8,7 @@
  *
  * Interface (dlock_lm_int.h):
  *		dlm_owner_find, dlm_owner_get, dlm_lock_find, dlm_lock_get,
- *		dlm_note_empty_owner	owners and locks
+ *		dlm_line_make, dlm_note_empty_owner	owners and locks
  *		dlm_count_named			a named holder or waiting part came or went (13)
  *		dlm_named_holder, dlm_implied_holder, dlm_own_covers,
  *		dlm_others_held, dlm_grantable_now	a lock's holders (1)
@@ -16,6 +16,7 @@
  *		dlm_waiter_remove, dlm_request_remove, dlm_ancestors,
  *		dlm_implied_add, dlm_implied_drop	holders and waiters
  *		dlm_bounded_len			a string's length, looked at up to a bound
+ *		dlm_picture_init		the hash tables of owners, locks, holders, roles
  * Interface (dlock_lm.h): dlm_role_locks, dlm_role_bytes; dlm_lookup,
  * dlm_waiter_of, dlm_nlocks, dlm_broken, dlm_lock_holders, dlm_holder_next,
  * dlm_lock_queue, dlm_waiter_next.
@@ -66,8 +67,6 @@ dlm_owner_find(const DLockManager *m, const char *key, int32_t pid, int64_t star
 	{
 		DLmOwner   *o = DLM_CONTAINER(DLmOwner, hash_node, n);
 
-		if (n->hash != hash)
-			continue;
 		if (key ? (o->key && strcmp(o->key, key) == 0) :
 			(!o->key && o->pid == pid && o->session_start == start))
 			return o;
@@ -101,19 +100,16 @@ DLmOwner *
 dlm_owner_get(DLockManager *m, const char *key, int32_t pid, int64_t start)
 {
 	DLmOwner   *o = dlm_owner_find(m, key, pid, start);
-	size_t		len = key ? strlen(key) : 0;
 
 	if (o)
 		return o;
-	o = dlm_alloc0(m, sizeof(DLmOwner) + (key ? len + 1 : 0));
+	o = dlm_alloc0(m, dlm_owner_size(key));
 	if (o == NULL)
 		return NULL;
 	if (key)
 	{
-		char	   *copy = (char *) (o + 1);
-
-		memcpy(copy, key, len + 1);
-		o->key = copy;
+		memcpy(o->key_bytes, key, strlen(key) + 1);
+		o->key = o->key_bytes;
 	}
 	else
 	{
@@ -122,8 +118,7 @@ dlm_owner_get(DLockManager *m, const char *key, int32_t pid, int64_t start)
 	}
 	dlm_list_init(&o->holders);
 	dlm_list_init(&o->waiters);
-	o->hash_node.hash = owner_hash(m, key, pid, start);
-	dlm_hash_insert(&m->owners, &m->mem, &o->hash_node);
+	dlm_hash_insert(&m->owners, &m->mem, &o->hash_node, owner_hash(m, key, pid, start));
 	dlm_note_empty_owner(m, o);
 	return o;
 }
@@ -137,7 +132,7 @@ dlm_lock_find(const DLockManager *m, const char *name, size_t len)
 	{
 		DLmLock    *l = DLM_CONTAINER(DLmLock, hash_node, n);
 
-		if (n->hash == hash && l->name_len == len && memcmp(l->name, name, len) == 0)
+		if (l->name_len == len && memcmp(l->name, name, len) == 0)
 			return l;
 	}
 	return NULL;
@@ -148,25 +143,43 @@ DLmLock *
 dlm_lock_get(DLockManager *m, const char *name, size_t len)
 {
 	DLmLock    *l = dlm_lock_find(m, name, len);
-	char	   *copy;
 
 	if (l)
 		return l;
-	l = dlm_alloc0(m, sizeof(DLmLock) + len + 1);
+	l = dlm_alloc0(m, dlm_lock_size(len));
 	if (l == NULL)
 		return NULL;
-	copy = (char *) (l + 1);
-	memcpy(copy, name, len);
-	copy[len] = '\0';
-	l->name = copy;
+	memcpy(l->name, name, len);
+	l->name[len] = '\0';
 	l->name_len = len;
 	dlm_list_init(&l->holders);
-	dlm_list_init(&l->converts);
-	dlm_list_init(&l->waiters);
-	l->hash_node.hash = dlm_siphash(m->cfg.seed, name, len);
-	dlm_hash_insert(&m->locks, &m->mem, &l->hash_node);
+	l->line = (DLmLine *) &dlm_no_line;
+	dlm_hash_insert(&m->locks, &m->mem, &l->hash_node, dlm_siphash(m->cfg.seed, name, len));
 	note_empty_lock(m, l);
 	return l;
+}
+
+const DLmLine dlm_no_line = {
+	{{(DLmLink *) &dlm_no_line.converts.head, (DLmLink *) &dlm_no_line.converts.head}},
+	{{(DLmLink *) &dlm_no_line.waiters.head, (DLmLink *) &dlm_no_line.waiters.head}},
+	{0}, {0}
+};
+
+/* L's own line, for a first waiter; false if out of memory (broken). */
+bool
+dlm_line_make(DLockManager *m, DLmLock *l)
+{
+	DLmLine    *q;
+
+	if (l->line != &dlm_no_line)
+		return true;
+	q = dlm_alloc0(m, sizeof(DLmLine));
+	if (q == NULL)
+		return false;
+	dlm_list_init(&q->converts);
+	dlm_list_init(&q->waiters);
+	l->line = q;
+	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -190,7 +203,7 @@ role_find(const DLockManager *m, uint32_t role)
 	{
 		RoleUse    *u = DLM_CONTAINER(RoleUse, node, n);
 
-		if (n->hash == hash && u->role == role)
+		if (u->role == role)
 			return u;
 	}
 	return NULL;
@@ -222,8 +235,8 @@ dlm_count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, uint32_t role, i
 		if (u == NULL)
 			return;				/* broken: the picture is loaded again */
 		u->role = role;
-		u->node.hash = dlm_siphash(m->cfg.seed, &u->role, sizeof(u->role));
-		dlm_hash_insert(&m->roles, &m->mem, &u->node);
+		dlm_hash_insert(&m->roles, &m->mem, &u->node,
+						dlm_siphash(m->cfg.seed, &u->role, sizeof(u->role)));
 	}
 	if (u)
 	{
@@ -339,7 +352,7 @@ queued_modes(const DLmLock *l)
 	DLockModeMask mask = 0;
 
 	for (int i = 0; i < DLOCK_NMODES; i++)
-		if (l->nwaiting[i] > 0 || l->nconverting[i] > 0)
+		if (l->line->nwaiting[i] > 0 || l->line->nconverting[i] > 0)
 			mask |= DLOCK_MODE_BIT(i);
 	return mask;
 }
@@ -377,8 +390,7 @@ dlm_holder_add(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, bool implied,
 	h->expiry_pos = -1;
 	dlm_list_push_tail(&l->holders, &h->lock_link);
 	dlm_list_push_tail(&o->holders, &h->owner_link);
-	h->pair_node.hash = pair_hash(l, o);
-	dlm_hash_insert(&m->pairs, &m->mem, &h->pair_node);
+	dlm_hash_insert(&m->pairs, &m->mem, &h->pair_node, pair_hash(l, o));
 	if (!implied)
 		dlm_count_named(m, o, l, role, 1);
 	l->nheld[mode]++;
@@ -409,12 +421,9 @@ dlm_waiter_remove(DLockManager *m, DLmWaiter *w)
 	if (!w->implied && !w->holder)
 		dlm_count_named(m, w->owner, w->lock, w->role, -1);
 	if (w->holder)
-	{
-		w->lock->nconverting[w->mode]--;
-		w->holder->conversion = NULL;
-	}
+		w->lock->line->nconverting[w->mode]--;
 	else
-		w->lock->nwaiting[w->mode]--;
+		w->lock->line->nwaiting[w->mode]--;
 	if (w->requester >= 0 && m->waiting[w->requester] == w)
 		m->waiting[w->requester] = NULL;
 	w->group = NULL;
@@ -454,11 +463,11 @@ dlm_request_remove(DLockManager *m, DLmWaiter *w)
 void
 dlm_holder_remove(DLockManager *m, DLmHolder *h)
 {
-	/* a conversion still waiting ends with the lock it would convert (4.1) */
-	if (h->conversion)
-	{
-		DLmWaiter  *c = h->conversion;
+	DLmWaiter  *c = dlm_conversion_of(h);
 
+	/* a conversion still waiting ends with the lock it would convert (4.1) */
+	if (c)
+	{
 		dlm_answer(m, c->requester, DLOCK_STATUS_NOT_HELD, 0, 0, 0);
 		dlm_request_remove(m, c);
 	}
@@ -572,10 +581,10 @@ dlm_holder_next(const DLmHolder *h)
 DLmWaiter *
 dlm_lock_queue(const DLmLock *l)
 {
-	DLmLink    *k = dlm_list_head(&l->converts);
+	DLmLink    *k = dlm_list_head(&l->line->converts);
 
 	if (k == NULL)
-		k = dlm_list_head(&l->waiters);
+		k = dlm_list_head(&l->line->waiters);
 	return k ? DLM_CONTAINER(DLmWaiter, lock_link, k) : NULL;
 }
 
@@ -587,11 +596,59 @@ dlm_waiter_next(const DLmWaiter *w)
 
 	if (w->holder)
 	{
-		k = dlm_list_next(&l->converts, &w->lock_link);
+		k = dlm_list_next(&l->line->converts, &w->lock_link);
 		if (k == NULL)
-			k = dlm_list_head(&l->waiters);
+			k = dlm_list_head(&l->line->waiters);
 	}
 	else
-		k = dlm_list_next(&l->waiters, &w->lock_link);
+		k = dlm_list_next(&l->line->waiters, &w->lock_link);
 	return k ? DLM_CONTAINER(DLmWaiter, lock_link, k) : NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * The picture's hash tables: each node's hash computed again from its
+ * object when a table grows or removes it (none is kept in the node)
+ * --------------------------------------------------------------------- */
+
+static uint64_t
+lock_hash_of(const void *arg, const DLmHashNode *n)
+{
+	const DLmLock *l = DLM_CONTAINER(DLmLock, hash_node, n);
+
+	return dlm_siphash(((const DLockManager *) arg)->cfg.seed, l->name, l->name_len);
+}
+
+static uint64_t
+owner_hash_of(const void *arg, const DLmHashNode *n)
+{
+	const DLmOwner *o = DLM_CONTAINER(DLmOwner, hash_node, n);
+
+	return owner_hash(arg, o->key, o->pid, o->session_start);
+}
+
+static uint64_t
+pair_hash_of(const void *arg, const DLmHashNode *n)
+{
+	const DLmHolder *h = HOLDER_OF(n);
+
+	(void) arg;
+	return pair_hash(h->lock, h->owner);
+}
+
+static uint64_t
+role_hash_of(const void *arg, const DLmHashNode *n)
+{
+	const RoleUse *u = DLM_CONTAINER(RoleUse, node, n);
+
+	return dlm_siphash(((const DLockManager *) arg)->cfg.seed, &u->role, sizeof(u->role));
+}
+
+/* The four tables of a new manager; false if out of memory. */
+bool
+dlm_picture_init(DLockManager *m)
+{
+	return dlm_hash_init(&m->locks, &m->mem, 1024, lock_hash_of, m) &&
+		dlm_hash_init(&m->owners, &m->mem, 256, owner_hash_of, m) &&
+		dlm_hash_init(&m->pairs, &m->mem, 1024, pair_hash_of, m) &&
+		dlm_hash_init(&m->roles, &m->mem, 16, role_hash_of, m);
 }

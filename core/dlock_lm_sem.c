@@ -46,7 +46,7 @@ dlm_semaphore_pass(DLockManager *m, DLmLock *l, DLockTime now)
 {
 	DLmLink    *k;
 
-	while ((k = dlm_list_head(&l->waiters)) != NULL && !m->broken)
+	while ((k = dlm_list_head(&l->line->waiters)) != NULL && !m->broken)
 	{
 		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, lock_link, k);
 		int			requester = w->requester;
@@ -123,7 +123,7 @@ dlm_do_held_once(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime no
 	}
 	else if (own)
 		dlm_answer_error(m, r->requester, DLM_ERR_HELD_ONCE);
-	else if (dlm_list_empty(&l->waiters) &&
+	else if (dlm_list_empty(&l->line->waiters) &&
 			 (semaphore ? dlm_permits_fit(l, r->permits) :
 			  dlm_list_empty(&l->holders)))
 	{

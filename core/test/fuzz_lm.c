@@ -186,7 +186,7 @@ snapshot(size_t *len)
 			continue;
 		sappend("L %s", L->name);
 		for (int m = 0; m < DLOCK_NMODES; m++)
-			sappend(" %d/%d/%d", (int) L->nheld[m], (int) L->nwaiting[m], (int) L->nconverting[m]);
+			sappend(" %d/%d/%d", (int) L->nheld[m], (int) L->line->nwaiting[m], (int) L->line->nconverting[m]);
 		sappend("\n");
 		for (DLmHolder *h = dlm_lock_holders(L); h; h = dlm_holder_next(h))
 		{
@@ -364,7 +364,7 @@ check_inv(void)
 			}
 		}
 		for (int m = 0; m < DLOCK_NMODES; m++)
-			CHECK(L->nwaiting[m] == nw[m] && L->nconverting[m] == nc[m]);
+			CHECK(L->line->nwaiting[m] == nw[m] && L->line->nconverting[m] == nc[m]);
 	}
 	CHECK(dlm_next_expiry(M) == soonest);
 	CHECK(dlm_nlocks(M) >= present);

@@ -566,8 +566,8 @@ check_inv(void)
 		}
 		for (int m = 0; m < DLOCK_NMODES; m++)
 		{
-			CHECK_EQ(L->nwaiting[m], nw[m]);
-			CHECK_EQ(L->nconverting[m], nc[m]);
+			CHECK_EQ(L->line->nwaiting[m], nw[m]);
+			CHECK_EQ(L->line->nconverting[m], nc[m]);
 		}
 	}
 	if (nU > 0)
@@ -1221,8 +1221,8 @@ test_fifo(void)
 		CHECK(b != NULL && dlm_waiter_next(b) == NULL);
 		if (L)
 		{
-			CHECK_EQ(L->nwaiting[EX], 1);
-			CHECK_EQ(L->nwaiting[PR], 1);
+			CHECK_EQ(L->line->nwaiting[EX], 1);
+			CHECK_EQ(L->line->nwaiting[PR], 1);
 		}
 	}
 
@@ -1571,7 +1571,7 @@ test_convert(void)
 	{
 		DLmLock    *L = dlm_lookup(M, "x");
 
-		CHECK(L && L->nconverting[EX] == 1 && L->nwaiting[EX] == 1);
+		CHECK(L && L->line->nconverting[EX] == 1 && L->line->nwaiting[EX] == 1);
 	}
 
 	rel(0, NULL, "x");
