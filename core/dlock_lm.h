@@ -15,7 +15,7 @@
  *		dlm_queue_rows_due, dlm_next_queue_row, dlm_set_queue_row_delay
  *										waiters' rows only after a delay
  *		dlm_touched_holders, dlm_touched_waiters, dlm_counter_dirty,
- *		dlm_batch_durable, dlm_notified_locks
+ *		dlm_batch_durable, dlm_notified_lock, dlm_leader_change
  *										what to persist, flush and announce
  *		dlm_settle						the store matches: free what left
  *		dlm_lookup, dlm_waiter_of, dlm_nlocks, dlm_broken
@@ -287,10 +287,9 @@ struct DLmOwner
 	DLmHashNode hash_node;
 	DLmList		holders;		/* DLmHolder.owner_link */
 	DLmList		waiters;		/* DLmWaiter.owner_link */
-	DLmOwner   *empty_next;
-	DLmOwner   *recheck_next;
-	bool		maybe_empty;
-	bool		recheck_listed; /* its waiting groups to look at again (6.2) */
+	/* on the manager's lists (dlock_lm_int.h DLmVec) */
+	bool		maybe_empty:1;
+	bool		recheck_listed:1;	/* its waiting groups to look at again (6.2) */
 	char		key_bytes[];	/* a key's: 'key' points here */
 };
 
@@ -317,18 +316,15 @@ struct DLmLock
 	DLmHashNode hash_node;
 	DLmList		holders;		/* DLmHolder.lock_link, grant order */
 	DLmLine    *line;			/* its waiters and conversions */
-	DLmLock    *empty_next;
-	DLmLock    *notify_next;
-	DLmLock    *leader_next;	/* dlm_leader_changes */
-	DLmLock    *scan_next;
 	uint32_t	name_len;
-	bool		announced;		/* notified since its last new holder */
-	bool		maybe_empty;
-	bool		notify_listed;
-	bool		scan_listed;
-	bool		leader_listed;
+	bool		announced:1;	/* notified since its last new holder */
+	/* on the manager's lists (dlock_lm_int.h DLmVec) */
+	bool		maybe_empty:1;
+	bool		notify_listed:1;
+	bool		scan_listed:1;
+	bool		leader_listed:1;
 	/* public */
-	bool		election;		/* a leader election's (16) */
+	bool		election:1;		/* a leader election's (16) */
 	char		name[];			/* the name's bytes follow, with a '\0' */
 };
 
@@ -571,9 +567,13 @@ extern DLmHolder *dlm_touched_holders(const DLockManager *m);	/* ->touched_next 
 extern DLmWaiter *dlm_touched_waiters(const DLockManager *m);	/* ->touched_next */
 extern bool dlm_counter_dirty(const DLockManager *m, int64_t *hi);
 extern bool dlm_batch_durable(const DLockManager *m);
-extern DLmLock *dlm_notified_locks(const DLockManager *m);	/* ->notify_next */
-/* Elections whose leader or its value changed (16) (adapter: NOTIFY dlock_leader). */
-extern DLmLock *dlm_leader_changes(const DLockManager *m);	/* ->leader_next */
+/* The i-th lock announced (8) in the batch, from 0; NULL past the last. */
+extern DLmLock *dlm_notified_lock(const DLockManager *m, size_t i);
+/*
+ * The i-th election whose leader or its value changed (16) in the batch,
+ * from 0; NULL past the last (adapter: NOTIFY dlock_leader).
+ */
+extern DLmLock *dlm_leader_change(const DLockManager *m, size_t i);
 /* The store has the changes: rows match, dead objects and empty locks go. */
 extern void dlm_settle(DLockManager *m);
 

@@ -14,8 +14,8 @@
  *		dlm_leader_changed		an election's leader or value changed
  *		dlm_value_copy, dlm_value_free	a leader's or a campaign's value
  * Interface (dlock_lm.h): dlm_touched_holders, dlm_touched_waiters,
- * dlm_counter_dirty, dlm_batch_durable, dlm_notified_locks,
- * dlm_leader_changes, dlm_settle.
+ * dlm_counter_dirty, dlm_batch_durable, dlm_notified_lock,
+ * dlm_leader_change, dlm_settle.
  */
 #include "dlock_lm_int.h"
 
@@ -79,12 +79,7 @@ dlm_leader_changed(DLockManager *m, DLmLock *l)
 	if (!l->election || l->leader_listed)
 		return;
 	l->leader_listed = true;
-	l->leader_next = NULL;
-	if (m->leaders_tail)
-		m->leaders_tail->leader_next = l;
-	else
-		m->leaders = l;
-	m->leaders_tail = l;
+	dlm_vec_push(m, &m->leaders, l);
 }
 
 /* The row must be updated; what an owner key holds must survive a crash. */
@@ -141,15 +136,15 @@ dlm_batch_durable(const DLockManager *m)
 }
 
 DLmLock *
-dlm_notified_locks(const DLockManager *m)
+dlm_notified_lock(const DLockManager *m, size_t i)
 {
-	return m->notify;
+	return i < m->notify.count ? m->notify.items[i] : NULL;
 }
 
 DLmLock *
-dlm_leader_changes(const DLockManager *m)
+dlm_leader_change(const DLockManager *m, size_t i)
 {
-	return m->leaders;
+	return i < m->leaders.count ? m->leaders.items[i] : NULL;
 }
 
 void
@@ -159,10 +154,8 @@ dlm_settle(DLockManager *m)
 			   *hn;
 	DLmWaiter  *w,
 			   *wn;
-	DLmLock    *l,
-			   *ln;
-	DLmOwner   *o,
-			   *on;
+	DLmLock    *l;
+	DLmOwner   *o;
 
 	if (m->broken)
 		return;
@@ -203,23 +196,14 @@ dlm_settle(DLockManager *m)
 		}
 	}
 	m->touched_w = m->touched_w_tail = NULL;
-	for (l = m->notify; l; l = ln)
-	{
-		ln = l->notify_next;
+	while ((l = dlm_vec_pop(&m->notify)) != NULL)
 		l->notify_listed = false;
-		l->notify_next = NULL;
-	}
-	m->notify = m->notify_tail = NULL;
-	for (l = m->leaders; l; l = ln)
-	{
-		ln = l->leader_next;
+	dlm_vec_done(m, &m->notify);
+	while ((l = dlm_vec_pop(&m->leaders)) != NULL)
 		l->leader_listed = false;
-		l->leader_next = NULL;
-	}
-	m->leaders = m->leaders_tail = NULL;
-	for (l = m->empty_locks; l; l = ln)
+	dlm_vec_done(m, &m->leaders);
+	while ((l = dlm_vec_pop(&m->empty_locks)) != NULL)
 	{
-		ln = l->empty_next;
 		l->maybe_empty = false;
 		if (!dlm_lock_in_use(l) && !l->scan_listed)
 		{
@@ -229,10 +213,9 @@ dlm_settle(DLockManager *m)
 			dlm_mem_free(m, l, dlm_lock_size(l->name_len));
 		}
 	}
-	m->empty_locks = NULL;
-	for (o = m->empty_owners; o; o = on)
+	dlm_vec_done(m, &m->empty_locks);
+	while ((o = dlm_vec_pop(&m->empty_owners)) != NULL)
 	{
-		on = o->empty_next;
 		o->maybe_empty = false;
 		if (dlm_list_empty(&o->holders) && dlm_list_empty(&o->waiters))
 		{
@@ -240,7 +223,7 @@ dlm_settle(DLockManager *m)
 			dlm_mem_free(m, o, dlm_owner_size(o->key));
 		}
 	}
-	m->empty_owners = NULL;
+	dlm_vec_done(m, &m->empty_owners);
 	m->counter_dirty = false;
 	m->durable = false;
 }

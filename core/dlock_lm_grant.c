@@ -33,12 +33,7 @@ dlm_scan_later(DLockManager *m, DLmLock *l)
 	if (l->scan_listed)
 		return;
 	l->scan_listed = true;
-	l->scan_next = NULL;
-	if (m->scan_tail)
-		m->scan_tail->scan_next = l;
-	else
-		m->scan = l;
-	m->scan_tail = l;
+	dlm_vec_push(m, &m->scan, l);
 }
 
 /*
@@ -52,12 +47,7 @@ dlm_recheck_later(DLockManager *m, DLmOwner *o)
 	if (o->recheck_listed || dlm_list_empty(&o->waiters))
 		return;
 	o->recheck_listed = true;
-	o->recheck_next = NULL;
-	if (m->recheck_tail)
-		m->recheck_tail->recheck_next = o;
-	else
-		m->recheck = o;
-	m->recheck_tail = o;
+	dlm_vec_push(m, &m->recheck, o);
 }
 
 /* ---------------------------------------------------------------------
@@ -201,12 +191,7 @@ announce(DLockManager *m, DLmLock *l, const DLmOwner *o, int mode)
 	if (l->notify_listed)
 		return;
 	l->notify_listed = true;
-	l->notify_next = NULL;
-	if (m->notify_tail)
-		m->notify_tail->notify_next = l;
-	else
-		m->notify = l;
-	m->notify_tail = l;
+	dlm_vec_push(m, &m->notify, l);
 }
 
 /* A part joins the line with the next ticket (3.4, 5.3). */
@@ -526,29 +511,26 @@ recheck_owner(DLockManager *m, DLmOwner *o, DLockTime now)
 void
 dlm_drain(DLockManager *m, DLockTime now)
 {
-	while ((m->scan || m->recheck) && !m->broken)
+	while (!m->broken)
 	{
-		if (m->scan)
-		{
-			DLmLock    *l = m->scan;
+		DLmLock    *l;
+		DLmOwner   *o;
 
-			m->scan = l->scan_next;
-			if (m->scan == NULL)
-				m->scan_tail = NULL;
+		if ((l = dlm_vec_pop(&m->scan)) != NULL)
+		{
 			l->scan_listed = false;
 			dlm_grant_pass(m, l, now);
 		}
-		else
+		else if ((o = dlm_vec_pop(&m->recheck)) != NULL)
 		{
-			DLmOwner   *o = m->recheck;
-
-			m->recheck = o->recheck_next;
-			if (m->recheck == NULL)
-				m->recheck_tail = NULL;
 			o->recheck_listed = false;
 			recheck_owner(m, o, now);
 		}
+		else
+			break;
 	}
+	dlm_vec_done(m, &m->scan);
+	dlm_vec_done(m, &m->recheck);
 }
 
 /* ---------------------------------------------------------------------

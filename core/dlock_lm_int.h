@@ -107,6 +107,41 @@ dlm_heap_first(const DLmHeap *heap)
 	return heap->count > 0 ? heap->items[0].holder : NULL;
 }
 
+/*
+ * A list the manager keeps of objects to look at later (the batch's and
+ * the event's: locks and owners maybe left empty, locks to announce, to
+ * pass over again, ...): an array of pointers, first in first out from
+ * 'head', rather than a link in every lock and owner (a million of them,
+ * core/README 11).  Grows by doubling; a failed growth marks the manager
+ * broken, as any failed allocation (dlock_lm_load.c).
+ */
+typedef struct DLmVec
+{
+	void	  **items;
+	size_t		head;			/* items before it are done */
+	size_t		count;
+	size_t		cap;
+} DLmVec;
+
+extern bool dlm_vec_grow(DLockManager *m, DLmVec *v);
+extern void dlm_vec_done(DLockManager *m, DLmVec *v);
+
+static inline void
+dlm_vec_push(DLockManager *m, DLmVec *v, void *p)
+{
+	if (v->count < v->cap || dlm_vec_grow(m, v))
+		v->items[v->count++] = p;
+}
+
+/* The next item first in, or NULL when all are done. */
+static inline void *
+dlm_vec_pop(DLmVec *v)
+{
+	if (v->head == v->count)
+		return NULL;
+	return v->items[v->head++];
+}
+
 /* Parts of one request at most: every name and each ancestor's intention. */
 #define DLM_MAX_PARTS (DLOCK_MAX_MULTI * DLOCK_MAX_PATH_DEPTH)
 
@@ -140,18 +175,14 @@ struct DLockManager
 			   *touched_h_tail;
 	DLmWaiter  *touched_w,
 			   *touched_w_tail;
-	DLmLock    *empty_locks;	/* maybe left with nothing */
-	DLmOwner   *empty_owners;
-	DLmLock    *notify,
-			   *notify_tail;
-	DLmLock    *leaders,
-			   *leaders_tail;	/* elections whose leader changed (16) */
+	DLmVec		empty_locks;	/* DLmLock: maybe left with nothing */
+	DLmVec		empty_owners;	/* DLmOwner */
+	DLmVec		notify;			/* DLmLock: announced (8) */
+	DLmVec		leaders;		/* DLmLock: elections whose leader changed (16) */
 
 	/* the event */
-	DLmLock    *scan,
-			   *scan_tail;		/* locks to pass over again (6) */
-	DLmOwner   *recheck,
-			   *recheck_tail;	/* owners whose cover grew (6.2) */
+	DLmVec		scan;			/* DLmLock: to pass over again (6) */
+	DLmVec		recheck;		/* DLmOwner: whose cover grew (6.2) */
 	uint64_t	search;			/* deadlock searches so far */
 	struct DLmDeadlockSearch *deadlock; /* the search's memory (dlock_lm_deadlock.c) */
 	DLmCycleStep *cycle;

@@ -82,6 +82,54 @@ dlm_alloc0(DLockManager *m, size_t size)
 	return p;
 }
 
+/*
+ * dlm_vec_grow makes room for one more item: by moving the items not yet
+ * done to the front when they fill at most half of it (a list drained while
+ * it fills, as the scan list, stays as long as its longest stretch), else
+ * by doubling.  Either way each push costs O(1) amortized.
+ */
+bool
+dlm_vec_grow(DLockManager *m, DLmVec *v)
+{
+	size_t		cap = v->cap ? v->cap * 2 : 64;
+	void	  **items;
+
+	if (v->head > 0 && v->head >= v->cap / 2)
+	{
+		memmove(v->items, v->items + v->head, sizeof(void *) * (v->count - v->head));
+		v->count -= v->head;
+		v->head = 0;
+		return true;
+	}
+	if ((items = dlm_mem_alloc(m, sizeof(void *) * cap)) == NULL)
+		return false;
+	if (v->count > 0)
+		memcpy(items, v->items, sizeof(void *) * v->count);
+	if (v->items)
+		dlm_mem_free(m, v->items, sizeof(void *) * v->cap);
+	v->items = items;
+	v->cap = cap;
+	return true;
+}
+
+/*
+ * dlm_vec_done empties V once all its items are done; an array grown past
+ * a small size by a large batch is given back rather than kept for good.
+ */
+void
+dlm_vec_done(DLockManager *m, DLmVec *v)
+{
+	if (v->head != v->count)
+		return;
+	v->head = v->count = 0;
+	if (v->cap > 1024)
+	{
+		dlm_mem_free(m, v->items, sizeof(void *) * v->cap);
+		v->items = NULL;
+		v->cap = 0;
+	}
+}
+
 /* ---------------------------------------------------------------------
  * Creating and loading
  * --------------------------------------------------------------------- */

@@ -80,8 +80,7 @@ dlm_note_empty_owner(DLockManager *m, DLmOwner *o)
 	if (!o->maybe_empty)
 	{
 		o->maybe_empty = true;
-		o->empty_next = m->empty_owners;
-		m->empty_owners = o;
+		dlm_vec_push(m, &m->empty_owners, o);
 	}
 }
 
@@ -91,8 +90,7 @@ note_empty_lock(DLockManager *m, DLmLock *l)
 	if (!l->maybe_empty)
 	{
 		l->maybe_empty = true;
-		l->empty_next = m->empty_locks;
-		m->empty_locks = l;
+		dlm_vec_push(m, &m->empty_locks, l);
 	}
 }
 

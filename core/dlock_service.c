@@ -571,7 +571,7 @@ batch_changed(const DLockManager *lm)
 	return dlm_touched_holders(lm) != NULL ||
 		dlm_touched_waiters(lm) != NULL ||
 		dlm_counter_dirty(lm, NULL) ||
-		dlm_notified_locks(lm) != NULL;
+		dlm_notified_lock(lm, 0) != NULL;
 }
 
 /* Whether this batch's writes may wait for a later batch's commit. */

@@ -1165,6 +1165,7 @@ void
 dlock_store_batch(DLockManager *lm)
 {
 	int64		hi;
+	DLmLock    *l;
 
 	if (dlm_counter_dirty(lm, &hi))
 		dlock_store_save_counter(hi);
@@ -1175,9 +1176,9 @@ dlock_store_batch(DLockManager *lm)
 	 * NOTIFY dlock_blocking with each lock's notify key (delivered at
 	 * commit), so that holders who LISTEN learn someone waits behind them.
 	 */
-	for (DLmLock *l = dlm_notified_locks(lm); l; l = l->notify_next)
+	for (size_t i = 0; (l = dlm_notified_lock(lm, i)) != NULL; i++)
 		dlock_notify("dlock_blocking", l->name);
 	/* NOTIFY dlock_leader: an election's leader or its value changed */
-	for (DLmLock *l = dlm_leader_changes(lm); l; l = l->leader_next)
+	for (size_t i = 0; (l = dlm_leader_change(lm, i)) != NULL; i++)
 		dlock_notify("dlock_leader", l->name);
 }

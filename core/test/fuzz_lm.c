@@ -231,7 +231,9 @@ snapshot(size_t *len)
 		sp(&w->p);
 		sappend("\n");
 	}
-	for (DLmLock *L = dlm_notified_locks(M); L; L = L->notify_next)
+	DLmLock    *L;
+
+	for (size_t L_i = 0; (L = dlm_notified_lock(M, L_i)) != NULL; L_i++)
 		sappend("N %s\n", L->name);
 	dirty = dlm_counter_dirty(M, &hi);
 	sappend("C %d %" PRId64 " D %d X %" PRId64 " n %zu b %d\n", dirty, dirty ? hi : 0,

@@ -430,7 +430,9 @@ count_notified(const char *name)
 {
 	int			n = 0;
 
-	for (DLmLock *L = dlm_notified_locks(M); L; L = L->notify_next)
+	DLmLock    *L;
+
+	for (size_t L_i = 0; (L = dlm_notified_lock(M, L_i)) != NULL; L_i++)
 		if (name == NULL || strcmp(L->name, name) == 0)
 			n++;
 	return n;
@@ -691,8 +693,10 @@ leader_changes(void)
 	size_t		n = 0;
 
 	buf[0] = '\0';
-	for (DLmLock *l = dlm_leader_changes(M); l && n + strlen(l->name) + 2 < sizeof(buf);
-		 l = l->leader_next)
+	DLmLock    *l;
+
+	for (size_t l_i = 0; (l = dlm_leader_change(M, l_i)) != NULL && n + strlen(l->name) + 2 < sizeof(buf);
+		 l_i++)
 		n += (size_t) snprintf(buf + n, sizeof(buf) - n, "%s,", l->name);
 	return buf;
 }
@@ -3922,7 +3926,9 @@ log_batch(void)
 		logf_("W %s %s %d %d %d %" PRId64 " %d %d%d\n",
 			  w->lock->name, w->owner->key ? w->owner->key : "-", (int) w->owner->pid,
 			  w->mode, w->implied, w->ticket, w->requester, w->p.stored, w->p.dead);
-	for (DLmLock *L = dlm_notified_locks(M); L; L = L->notify_next)
+	DLmLock    *L;
+
+	for (size_t L_i = 0; (L = dlm_notified_lock(M, L_i)) != NULL; L_i++)
 		logf_("N %s\n", L->name);
 	if (dlm_counter_dirty(M, &hi))
 		logf_("C %" PRId64 "\n", hi);

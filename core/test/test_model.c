@@ -1480,7 +1480,9 @@ run_event(Run *run, const Event *e)
 		compare_answers(run);
 
 		/* announcements: the same set of names */
-		for (DLmLock *l = dlm_notified_locks(run->core); l != NULL; l = l->notify_next)
+		DLmLock    *l;
+
+		for (size_t l_i = 0; (l = dlm_notified_lock(run->core, l_i)) != NULL; l_i++)
 		{
 			bool		found = false;
 
@@ -1497,7 +1499,9 @@ run_event(Run *run, const Event *e)
 		{
 			bool		found = false;
 
-			for (DLmLock *l = dlm_notified_locks(run->core); l != NULL; l = l->notify_next)
+			DLmLock    *l;
+
+			for (size_t l_i = 0; (l = dlm_notified_lock(run->core, l_i)) != NULL; l_i++)
 				if (strcmp(mn[i], l->name) == 0)
 					found = true;
 			if (!found)
@@ -1512,8 +1516,10 @@ run_event(Run *run, const Event *e)
 			int			nml = model_leader_changes(run->model, ml, 16);
 			int			ncl = 0;
 
-			for (DLmLock *l = dlm_leader_changes(run->core); l != NULL && ncl <= 100;
-				 l = l->leader_next)
+			DLmLock    *l;
+
+			for (size_t l_i = 0; (l = dlm_leader_change(run->core, l_i)) != NULL && ncl <= 100;
+				 l_i++)
 			{
 				bool		found = false;
 
