@@ -307,9 +307,9 @@ end_owner(DLockManager *m, DLmOwner *o, int except)
 {
 	int			n = 0;
 
-	while (!dlm_list_empty(&o->waiters) && !m->broken)
+	while (!dlm_list_empty(o->waiters) && !m->broken)
 	{
-		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, owner_link, dlm_list_head(&o->waiters));
+		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, owner_link, dlm_list_head(o->waiters));
 		DLmGroup   *g = w->group;
 
 		if (g)

@@ -286,7 +286,8 @@ struct DLmOwner
 	/* private */
 	DLmHashNode hash_node;
 	DLmList		holders;		/* DLmHolder.owner_link */
-	DLmList		waiters;		/* DLmWaiter.owner_link */
+	DLmList    *waiters;		/* DLmWaiter.owner_link; until its first,
+								 * dlm_no_waiters (empty, read-only) */
 	/* on the manager's lists (dlock_lm_int.h DLmVec) */
 	bool		maybe_empty:1;
 	bool		recheck_listed:1;	/* its waiting groups to look at again (6.2) */

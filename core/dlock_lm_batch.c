@@ -217,9 +217,11 @@ dlm_settle(DLockManager *m)
 	while ((o = dlm_vec_pop(&m->empty_owners)) != NULL)
 	{
 		o->maybe_empty = false;
-		if (dlm_list_empty(&o->holders) && dlm_list_empty(&o->waiters))
+		if (dlm_list_empty(&o->holders) && dlm_list_empty(o->waiters))
 		{
 			dlm_hash_remove(&m->owners, &o->hash_node);
+			if (o->waiters != &dlm_no_waiters)
+				dlm_mem_free(m, o->waiters, sizeof(DLmList));
 			dlm_mem_free(m, o, dlm_owner_size(o->key));
 		}
 	}

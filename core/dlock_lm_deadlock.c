@@ -233,8 +233,8 @@ dlm_deadlock_cycle(DLockManager *m, DLmWaiter *w)
 
 	/* nobody waits for an owner that holds nothing and waits only here */
 	if (dlm_list_empty(&o->holders) &&
-		dlm_list_head(&o->waiters) == &w->owner_link &&
-		dlm_list_next(&o->waiters, &w->owner_link) == NULL)
+		dlm_list_head(o->waiters) == &w->owner_link &&
+		dlm_list_next(o->waiters, &w->owner_link) == NULL)
 		return 0;
 
 	if (m->deadlock == NULL &&
@@ -259,7 +259,7 @@ dlm_deadlock_cycle(DLockManager *m, DLmWaiter *w)
 			DLmOwner   *b = d->reached[s.head].owner;
 
 			s.from = s.head++;
-			for (DLmLink *k = dlm_list_head(&b->waiters); k; k = dlm_list_next(&b->waiters, k))
+			for (DLmLink *k = dlm_list_head(b->waiters); k; k = dlm_list_next(b->waiters, k))
 				if (edges_of(&s, DLM_CONTAINER(DLmWaiter, owner_link, k)))
 					break;
 		}

@@ -44,7 +44,7 @@ dlm_scan_later(DLockManager *m, DLmLock *l)
 void
 dlm_recheck_later(DLockManager *m, DLmOwner *o)
 {
-	if (o->recheck_listed || dlm_list_empty(&o->waiters))
+	if (o->recheck_listed || dlm_list_empty(o->waiters))
 		return;
 	o->recheck_listed = true;
 	dlm_vec_push(m, &m->recheck, o);
@@ -201,7 +201,8 @@ dlm_enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 {
 	DLmWaiter  *w;
 
-	if (!dlm_line_make(m, l) || (w = dlm_alloc0(m, sizeof(DLmWaiter))) == NULL)
+	if (!dlm_line_make(m, l) || !dlm_owner_waiters_make(m, o) ||
+		(w = dlm_alloc0(m, sizeof(DLmWaiter))) == NULL)
 		return NULL;
 	w->lock = l;
 	w->owner = o;
@@ -231,7 +232,7 @@ dlm_enqueue(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLmLock *l,
 		dlm_list_push_tail(&l->line->waiters, &w->lock_link);
 		l->line->nwaiting[mode]++;
 	}
-	dlm_list_push_tail(&o->waiters, &w->owner_link);
+	dlm_list_push_tail(o->waiters, &w->owner_link);
 	m->nwaiters++;
 	if (!implied && !converting)
 		dlm_count_named(m, o, l, w->role, 1);
@@ -488,7 +489,7 @@ dlm_grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 static void
 recheck_owner(DLockManager *m, DLmOwner *o, DLockTime now)
 {
-	DLmLink    *k = dlm_list_head(&o->waiters);
+	DLmLink    *k = dlm_list_head(o->waiters);
 
 	while (k && !m->broken)
 	{
@@ -497,10 +498,10 @@ recheck_owner(DLockManager *m, DLmOwner *o, DLockTime now)
 		if (w->group && w->group->parts[0] == w && group_grantable(m, w->group, NULL))
 		{
 			grant_group(m, w->group, now);
-			k = dlm_list_head(&o->waiters);
+			k = dlm_list_head(o->waiters);
 		}
 		else
-			k = dlm_list_next(&o->waiters, k);
+			k = dlm_list_next(o->waiters, k);
 	}
 }
 

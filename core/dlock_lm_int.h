@@ -218,8 +218,12 @@ dlm_owner_size(const char *key)
 	return offsetof(DLmOwner, key_bytes) + (key ? strlen(key) + 1 : 0);
 }
 
-/* The line of locks nobody waits for yet (dlock_lm_picture.c): never written. */
+/*
+ * The line of locks nobody waits for yet, and the waiters of owners that
+ * never waited (dlock_lm_picture.c): never written.
+ */
 extern const DLmLine dlm_no_line;
+extern const DLmList dlm_no_waiters;
 
 /* compatible (1): the mode conflicts with none of the others. */
 static inline bool
@@ -232,7 +236,7 @@ dlm_compatible(int mode, DLockModeMask others)
 static inline bool
 dlm_owner_in_use(const DLmOwner *o)
 {
-	return !dlm_list_empty(&o->holders) || !dlm_list_empty(&o->waiters);
+	return !dlm_list_empty(&o->holders) || !dlm_list_empty(o->waiters);
 }
 
 /* A lock held or waited for: its kind and a semaphore's capacity stand (15). */
@@ -306,6 +310,7 @@ extern void dlm_note_empty_owner(DLockManager *m, DLmOwner *o);
 extern DLmLock *dlm_lock_find(const DLockManager *m, const char *name, size_t len);
 extern DLmLock *dlm_lock_get(DLockManager *m, const char *name, size_t len);
 extern bool dlm_line_make(DLockManager *m, DLmLock *l);
+extern bool dlm_owner_waiters_make(DLockManager *m, DLmOwner *o);
 extern void dlm_count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, uint32_t role,
 							int delta);
 extern DLmHolder *dlm_named_holder(const DLockManager *m, const DLmLock *l, const DLmOwner *o);

@@ -65,7 +65,7 @@ dlm_kept_place_of(const DLockManager *m, const DLmOwner *o, const char *const *n
 			  int nnames, int mode, int32_t permits)
 {
 	(void) m;
-	for (DLmLink *k = dlm_list_head(&o->waiters); k; k = dlm_list_next(&o->waiters, k))
+	for (DLmLink *k = dlm_list_head(o->waiters); k; k = dlm_list_next(o->waiters, k))
 	{
 		DLmWaiter  *w = DLM_CONTAINER(DLmWaiter, owner_link, k);
 		int			nnamed = w->group ? w->group->nnamed : 1;
@@ -155,7 +155,7 @@ int64_t
 dlm_release_kept(DLockManager *m, DLmOwner *o, const DLmLock *l)
 {
 	int64_t		ticket = 0;
-	DLmLink    *k = dlm_list_head(&o->waiters);
+	DLmLink    *k = dlm_list_head(o->waiters);
 
 	while (k)
 	{
@@ -168,13 +168,13 @@ dlm_release_kept(DLockManager *m, DLmOwner *o, const DLmLock *l)
 				names_l = dlm_request_part(first, i)->lock == l;
 		if (!names_l)
 		{
-			k = dlm_list_next(&o->waiters, k);
+			k = dlm_list_next(o->waiters, k);
 			continue;
 		}
 		if (ticket == 0)
 			ticket = first->ticket;
 		dlm_request_remove(m, first);
-		k = dlm_list_head(&o->waiters);	/* the parts left the list: again */
+		k = dlm_list_head(o->waiters);	/* the parts left the list: again */
 	}
 	return ticket;
 }

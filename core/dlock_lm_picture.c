@@ -8,7 +8,8 @@
  *
  * Interface (dlock_lm_int.h):
  *		dlm_owner_find, dlm_owner_get, dlm_lock_find, dlm_lock_get,
- *		dlm_line_make, dlm_note_empty_owner	owners and locks
+ *		dlm_line_make, dlm_owner_waiters_make, dlm_note_empty_owner
+ *								owners and locks
  *		dlm_count_named			a named holder or waiting part came or went (13)
  *		dlm_named_holder, dlm_implied_holder, dlm_own_covers,
  *		dlm_others_held, dlm_grantable_now	a lock's holders (1)
@@ -115,7 +116,7 @@ dlm_owner_get(DLockManager *m, const char *key, int32_t pid, int64_t start)
 		o->session_start = start;
 	}
 	dlm_list_init(&o->holders);
-	dlm_list_init(&o->waiters);
+	o->waiters = (DLmList *) &dlm_no_waiters;
 	dlm_hash_insert(&m->owners, &m->mem, &o->hash_node, owner_hash(m, key, pid, start));
 	dlm_note_empty_owner(m, o);
 	return o;
@@ -177,6 +178,29 @@ dlm_line_make(DLockManager *m, DLmLock *l)
 	dlm_list_init(&q->converts);
 	dlm_list_init(&q->waiters);
 	l->line = q;
+	return true;
+}
+
+const DLmList dlm_no_waiters = {
+	{(DLmLink *) &dlm_no_waiters.head, (DLmLink *) &dlm_no_waiters.head}
+};
+
+/*
+ * O's own list of waiting parts, for its first: most owners never wait (a
+ * held lease is an owner with one holder), and an owner's list is kept
+ * until the owner goes, as a lock's line; false if out of memory (broken).
+ */
+bool
+dlm_owner_waiters_make(DLockManager *m, DLmOwner *o)
+{
+	DLmList    *q;
+
+	if (o->waiters != &dlm_no_waiters)
+		return true;
+	if ((q = dlm_alloc0(m, sizeof(DLmList))) == NULL)
+		return false;
+	dlm_list_init(q);
+	o->waiters = q;
 	return true;
 }
 
