@@ -14,7 +14,7 @@
  *		dlm_next_expiry					when the next lease runs out
  *		dlm_queue_rows_due, dlm_next_queue_row, dlm_set_queue_row_delay
  *										waiters' rows only after a delay
- *		dlm_touched_holders, dlm_touched_waiters, dlm_counter_dirty,
+ *		dlm_touched_holder, dlm_touched_waiters, dlm_counter_dirty,
  *		dlm_batch_durable, dlm_notified_lock, dlm_leader_change
  *										what to persist, flush and announce
  *		dlm_settle						the store matches: free what left
@@ -329,6 +329,20 @@ struct DLmLock
 	char		name[];			/* the name's bytes follow, with a '\0' */
 };
 
+/*
+ * What only some holders need (a kept level, a semaphore's permits, a
+ * leader's value): made on first use and kept until the holder goes;
+ * read through dlm_holder_value, _kept, _permits, _stored_permits.
+ */
+typedef struct DLmHolderExtra
+{
+	char	   *value;			/* a leader's (16); NULL otherwise */
+	/* levels granted to kept places with no call waiting, uncollected (14) */
+	int32_t		kept;
+	int32_t		permits;		/* of a semaphore (15); 0 for a lock */
+	int32_t		stored_permits; /* the stored row's permits (with stored_mode) */
+} DLmHolderExtra;
+
 struct DLmHolder
 {
 	DLmLock    *lock;
@@ -339,17 +353,14 @@ struct DLmHolder
 	DLockTime	granted_at;
 	DLockTime	expires_at;		/* 0: no lease */
 	int64_t		ttl_us;			/* 0: no lease */
-	char	   *value;			/* a leader's (16); NULL otherwise */
+	DLmHolderExtra *extra;		/* NULL: no value, kept 0, permits 0 */
 	int32_t		count;
 	int32_t		pid;			/* the session that acquired it */
 	uint32_t	role;			/* counted and shown under (12): an owner
 								 * key's role, or the role of the session's
 								 * request that took it */
-	/* levels granted to kept places with no call waiting, uncollected (14) */
-	int32_t		kept;
-	int32_t		permits;		/* of a semaphore (15); 0 for a lock */
-	int32_t		stored_permits; /* the stored row's permits and mode: whether */
-	int8_t		stored_mode;	/* an update weakens the row (a store's order) */
+	int8_t		stored_mode;	/* the stored row's mode (and permits): whether
+								 * an update weakens the row (a store's order) */
 	int8_t		mode;
 	bool		implied;		/* an intention held for locks below */
 	DLmPersist	p;
@@ -358,8 +369,35 @@ struct DLmHolder
 	DLmLink		lock_link;
 	DLmLink		owner_link;
 	DLmHashNode pair_node;		/* in the hash by (lock, owner) */
-	DLmHolder  *touched_next;
 };
+
+/* A leader's value (16); NULL otherwise. */
+static inline const char *
+dlm_holder_value(const DLmHolder *h)
+{
+	return h->extra ? h->extra->value : NULL;
+}
+
+/* Levels granted to kept places with no call waiting, uncollected (14). */
+static inline int32_t
+dlm_holder_kept(const DLmHolder *h)
+{
+	return h->extra ? h->extra->kept : 0;
+}
+
+/* A semaphore holder's permits (15); 0 for a lock. */
+static inline int32_t
+dlm_holder_permits(const DLmHolder *h)
+{
+	return h->extra ? h->extra->permits : 0;
+}
+
+/* The stored row's permits. */
+static inline int32_t
+dlm_holder_stored_permits(const DLmHolder *h)
+{
+	return h->extra ? h->extra->stored_permits : 0;
+}
 
 /* The parts of one request that must be granted together. */
 typedef struct DLmGroup
@@ -564,7 +602,8 @@ extern int64_t dlm_role_bytes(const DLockManager *m, uint32_t role);
 extern DLockTime dlm_next_expiry(const DLockManager *m);
 
 /* The batch: what changed since the last dlm_settle. */
-extern DLmHolder *dlm_touched_holders(const DLockManager *m);	/* ->touched_next */
+/* The i-th holder touched (its row to write), from 0; NULL past the last. */
+extern DLmHolder *dlm_touched_holder(const DLockManager *m, size_t i);
 extern DLmWaiter *dlm_touched_waiters(const DLockManager *m);	/* ->touched_next */
 extern bool dlm_counter_dirty(const DLockManager *m, int64_t *hi);
 extern bool dlm_batch_durable(const DLockManager *m);

@@ -13,7 +13,7 @@
  *		dlm_take_ticket			the next ticket, a new block when passed
  *		dlm_leader_changed		an election's leader or value changed
  *		dlm_value_copy, dlm_value_free	a leader's or a campaign's value
- * Interface (dlock_lm.h): dlm_touched_holders, dlm_touched_waiters,
+ * Interface (dlock_lm.h): dlm_touched_holder, dlm_touched_waiters,
  * dlm_counter_dirty, dlm_batch_durable, dlm_notified_lock,
  * dlm_leader_change, dlm_settle.
  */
@@ -31,12 +31,7 @@ dlm_touch_holder(DLockManager *m, DLmHolder *h)
 	if (h->p.listed)
 		return;
 	h->p.listed = true;
-	h->touched_next = NULL;
-	if (m->touched_h_tail)
-		m->touched_h_tail->touched_next = h;
-	else
-		m->touched_h = h;
-	m->touched_h_tail = h;
+	dlm_vec_push(m, &m->touched_h, h);
 }
 
 void
@@ -110,9 +105,9 @@ dlm_take_ticket(DLockManager *m)
  * --------------------------------------------------------------------- */
 
 DLmHolder *
-dlm_touched_holders(const DLockManager *m)
+dlm_touched_holder(const DLockManager *m, size_t i)
 {
-	return m->touched_h;
+	return i < m->touched_h.count ? m->touched_h.items[i] : NULL;
 }
 
 DLmWaiter *
@@ -150,8 +145,7 @@ dlm_leader_change(const DLockManager *m, size_t i)
 void
 dlm_settle(DLockManager *m)
 {
-	DLmHolder  *h,
-			   *hn;
+	DLmHolder  *h;
 	DLmWaiter  *w,
 			   *wn;
 	DLmLock    *l;
@@ -159,12 +153,15 @@ dlm_settle(DLockManager *m)
 
 	if (m->broken)
 		return;
-	for (h = m->touched_h; h; h = hn)
+	while ((h = dlm_vec_pop(&m->touched_h)) != NULL)
 	{
-		hn = h->touched_next;
 		if (h->p.dead)
 		{
-			dlm_value_free(m, h->value);
+			if (h->extra)
+			{
+				dlm_value_free(m, h->extra->value);
+				dlm_mem_free(m, h->extra, sizeof(DLmHolderExtra));
+			}
 			dlm_mem_free(m, h, sizeof(DLmHolder));
 		}
 		else
@@ -174,11 +171,11 @@ dlm_settle(DLockManager *m)
 			h->p.listed = false;
 			h->stored_token = h->token;
 			h->stored_mode = h->mode;
-			h->stored_permits = h->permits;
-			h->touched_next = NULL;
+			if (h->extra)
+				h->extra->stored_permits = h->extra->permits;
 		}
 	}
-	m->touched_h = m->touched_h_tail = NULL;
+	dlm_vec_done(m, &m->touched_h);
 	for (w = m->touched_w; w; w = wn)
 	{
 		wn = w->touched_next;

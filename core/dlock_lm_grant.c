@@ -67,15 +67,16 @@ dlm_take_name(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, int64_t ttl_us
 {
 	DLmHolder  *h = dlm_named_holder(m, l, o);
 	int			intention = dlock_intention_mode(mode);
+	DLmHolderExtra *x;
 
 	if (h)
 	{
-		if (collect && h->kept > 0)
-			h->kept--;
+		if (collect && dlm_holder_kept(h) > 0)
+			h->extra->kept--;
 		else
 			h->count++;
-		if (uncollected)
-			h->kept++;
+		if (uncollected && (x = dlm_holder_extra(m, h)) != NULL)
+			x->kept++;
 		if (ttl_us > 0)
 			dlm_holder_set_lease(m, h, ttl_us, now);
 		dlm_holder_changed(m, h);
@@ -84,7 +85,8 @@ dlm_take_name(DLockManager *m, DLmLock *l, DLmOwner *o, int mode, int64_t ttl_us
 	h = dlm_holder_add(m, l, o, mode, false, dlm_take_ticket(m), pid, backend_start, role, now);
 	if (h == NULL)
 		return NULL;
-	h->kept = uncollected ? 1 : 0;
+	if (uncollected && (x = dlm_holder_extra(m, h)) != NULL)
+		x->kept = 1;
 	if (ttl_us > 0)
 		dlm_holder_set_lease(m, h, ttl_us, now);
 	if (intention != DLOCK_MODE_INVALID)
@@ -468,11 +470,12 @@ dlm_grant_pass(DLockManager *m, DLmLock *l, DLockTime now)
 			DLmHolder  *h = dlm_take_name(m, l, w->owner, w->mode, w->ttl_us,
 									  w->pid, w->backend_start, w->role, now, false,
 									  w->kept_until != 0);
+			DLmHolderExtra *x;
 
-			if (h && l->election)
+			if (h && l->election && (x = dlm_holder_extra(m, h)) != NULL)
 			{
 				/* 16.3: the new leader publishes its campaign's value */
-				h->value = w->value;
+				x->value = w->value;
 				w->value = NULL;
 			}
 			dlm_waiter_remove(m, w);

@@ -171,8 +171,7 @@ struct DLockManager
 	bool		durable;
 
 	/* the batch, since the last dlm_settle */
-	DLmHolder  *touched_h,
-			   *touched_h_tail;
+	DLmVec		touched_h;		/* DLmHolder: rows to write */
 	DLmWaiter  *touched_w,
 			   *touched_w_tail;
 	DLmVec		empty_locks;	/* DLmLock: maybe left with nothing */
@@ -311,6 +310,7 @@ extern DLmLock *dlm_lock_find(const DLockManager *m, const char *name, size_t le
 extern DLmLock *dlm_lock_get(DLockManager *m, const char *name, size_t len);
 extern bool dlm_line_make(DLockManager *m, DLmLock *l);
 extern bool dlm_owner_waiters_make(DLockManager *m, DLmOwner *o);
+extern DLmHolderExtra *dlm_holder_extra(DLockManager *m, DLmHolder *h);
 extern void dlm_count_named(DLockManager *m, DLmOwner *o, const DLmLock *l, uint32_t role,
 							int delta);
 extern DLmHolder *dlm_named_holder(const DLockManager *m, const DLmLock *l, const DLmOwner *o);

@@ -202,6 +202,7 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 	DLmOwner   *o;
 	DLmLock    *l;
 	DLmHolder  *h;
+	DLmHolderExtra *x = NULL;
 	size_t		len;
 
 	if (m->broken)
@@ -245,12 +246,17 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 				   row->backend_start, o->key ? o->role : row->role, row->granted_at);
 	if (h == NULL)
 		return DLM_ERR_NO_MEMORY;
-	if (row->value && (h->value = dlm_value_copy(m, row->value)) == NULL)
+	if ((row->value || (row->capacity > 0 && row->permits != 0) ||
+		 (row->kept > 0 && !row->implied)) && (x = dlm_holder_extra(m, h)) == NULL)
 		return DLM_ERR_NO_MEMORY;
-	h->permits = row->capacity > 0 ? row->permits : 0;
-	l->permits_held += h->permits;
+	if (row->value && (x->value = dlm_value_copy(m, row->value)) == NULL)
+		return DLM_ERR_NO_MEMORY;
+	if (row->capacity > 0 && row->permits != 0)
+		x->permits = x->stored_permits = row->permits;	/* as stored */
+	l->permits_held += dlm_holder_permits(h);
 	h->count = row->count;
-	h->kept = row->kept > 0 && !row->implied ? row->kept : 0;
+	if (row->kept > 0 && !row->implied)
+		x->kept = row->kept;
 	h->ttl_us = row->ttl_us;
 	h->expires_at = row->expires_at;
 	if (h->expires_at != 0 && !dlm_heap_add(&m->leases, &m->mem, h))
@@ -258,7 +264,6 @@ dlm_load_holder(DLockManager *m, const DLmHolderRow *row)
 	/* as stored: nothing to write */
 	h->p.stored = true;
 	h->p.dirty = false;
-	h->stored_permits = h->permits;
 	if (row->token >= m->next_ticket)
 	{
 		/* tokens stay unique even if the stored counter was behind */

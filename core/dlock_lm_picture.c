@@ -8,7 +8,8 @@
  *
  * Interface (dlock_lm_int.h):
  *		dlm_owner_find, dlm_owner_get, dlm_lock_find, dlm_lock_get,
- *		dlm_line_make, dlm_owner_waiters_make, dlm_note_empty_owner
+ *		dlm_line_make, dlm_owner_waiters_make, dlm_holder_extra,
+ *		dlm_note_empty_owner
  *								owners and locks
  *		dlm_count_named			a named holder or waiting part came or went (13)
  *		dlm_named_holder, dlm_implied_holder, dlm_own_covers,
@@ -190,6 +191,18 @@ const DLmList dlm_no_waiters = {
  * held lease is an owner with one holder), and an owner's list is kept
  * until the owner goes, as a lock's line; false if out of memory (broken).
  */
+/*
+ * H's rarely used fields, made on first use (a kept level, permits, a
+ * value: core/README 11); NULL if out of memory (broken).
+ */
+DLmHolderExtra *
+dlm_holder_extra(DLockManager *m, DLmHolder *h)
+{
+	if (h->extra == NULL)
+		h->extra = dlm_alloc0(m, sizeof(DLmHolderExtra));
+	return h->extra;
+}
+
 bool
 dlm_owner_waiters_make(DLockManager *m, DLmOwner *o)
 {
@@ -499,7 +512,7 @@ dlm_holder_remove(DLockManager *m, DLmHolder *h)
 	if (!h->implied)
 		dlm_count_named(m, h->owner, h->lock, h->role, -1);
 	h->lock->nheld[h->mode]--;
-	h->lock->permits_held -= h->permits;
+	h->lock->permits_held -= dlm_holder_permits(h);
 	dlm_leader_changed(m, h->lock);
 	dlm_heap_remove(&m->leases, h);
 	h->p.dead = true;

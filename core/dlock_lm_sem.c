@@ -27,10 +27,11 @@ semaphore_take(DLockManager *m, DLmLock *l, DLmOwner *o, int32_t permits, int64_
 {
 	DLmHolder  *h = dlm_take_name(m, l, o, DLOCK_MODE_NL, ttl_us, pid, backend_start, role, now,
 							  false, uncollected);
+	DLmHolderExtra *x;
 
-	if (h)
+	if (h && permits != 0 && (x = dlm_holder_extra(m, h)) != NULL)
 	{
-		h->permits = permits;
+		x->permits = permits;
 		l->permits_held += permits;
 	}
 	return h;
@@ -78,16 +79,17 @@ static void
 set_value(DLockManager *m, DLmHolder *h, const char *value)
 {
 	char	   *copy;
+	DLmHolderExtra *x;
 
-	if (h->value && strcmp(h->value, value) == 0)
+	if (dlm_holder_value(h) && strcmp(dlm_holder_value(h), value) == 0)
 		return;
-	if ((copy = dlm_value_copy(m, value)) == NULL)
+	if ((x = dlm_holder_extra(m, h)) == NULL || (copy = dlm_value_copy(m, value)) == NULL)
 	{
 		m->broken = true;
 		return;
 	}
-	dlm_value_free(m, h->value);
-	h->value = copy;
+	dlm_value_free(m, x->value);
+	x->value = copy;
 	dlm_leader_changed(m, h->lock);
 	dlm_holder_changed(m, h);
 }
@@ -112,7 +114,7 @@ dlm_do_held_once(DLockManager *m, const DLmRequest *r, DLmOwner *o, DLockTime no
 		l->election = r->election;
 	}
 	own = dlm_named_holder(m, l, o);
-	if (own && own->kept > 0)
+	if (own && dlm_holder_kept(own) > 0)
 	{
 		/* 14.4: what its kept place got, collected (a campaign: with this value) */
 		(void) dlm_take_name(m, l, o, own->mode, r->ttl_us, r->pid, r->session_start, dlm_request_role(o, r), now,

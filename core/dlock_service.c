@@ -427,6 +427,7 @@ force_release_all(DLockService *s, const DLsRequest *r)
 	DLmRequest	q = r->q;
 	const DLmHolder **gone = NULL;
 	int			ngone = 0;
+	DLmHolder  *h;
 
 	/*
 	 * The key's holders already gone since the last commit (a lease run
@@ -436,7 +437,7 @@ force_release_all(DLockService *s, const DLsRequest *r)
 	for (int pass = 0; pass < 2; pass++)
 	{
 		ngone = 0;
-		for (DLmHolder *h = dlm_touched_holders(s->lm); h; h = h->touched_next)
+		for (size_t h_i = 0; (h = dlm_touched_holder(s->lm, h_i)) != NULL; h_i++)
 			if (h->p.dead && !h->implied && h->owner->key &&
 				strcmp(h->owner->key, r->q.owner_key) == 0)
 			{
@@ -451,7 +452,7 @@ force_release_all(DLockService *s, const DLsRequest *r)
 	q.any_role = true;
 	q.value = NULL;
 	(void) dlm_request(s->lm, &q, s->now);
-	for (DLmHolder *h = dlm_touched_holders(s->lm); h; h = h->touched_next)
+	for (size_t h_i = 0; (h = dlm_touched_holder(s->lm, h_i)) != NULL; h_i++)
 		if (h->p.dead && !h->implied && h->owner->key &&
 			strcmp(h->owner->key, r->q.owner_key) == 0)
 		{
@@ -568,7 +569,7 @@ decide(DLockService *s, const DLsBatch *b)
 static bool
 batch_changed(const DLockManager *lm)
 {
-	return dlm_touched_holders(lm) != NULL ||
+	return dlm_touched_holder(lm, 0) != NULL ||
 		dlm_touched_waiters(lm) != NULL ||
 		dlm_counter_dirty(lm, NULL) ||
 		dlm_notified_lock(lm, 0) != NULL;

@@ -203,6 +203,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 	int			new_session_row = -1;	/* a new row among the upserts */
 	int			new_live_row = -1;
 	int			new_keyed_row = -1;
+	DLmHolder  *h;
 
 	store.last_errno = 0;
 	if (store.conn == NULL)
@@ -218,7 +219,8 @@ store_write_batch(DLockManager *m, DlockErr *err)
 	batch.kept_noted = false;
 	for (int i = 0; i < batch.nstray; i++)
 		key_row(R_SESSION_GONE, batch.stray[i]);
-	for (DLmHolder *h = dlm_touched_holders(m); h; h = h->touched_next)
+
+	for (size_t h_i = 0; (h = dlm_touched_holder(m, h_i)) != NULL; h_i++)
 	{
 		bool		keyed = h->owner->key != NULL;
 
@@ -409,9 +411,11 @@ probe_choose(DLockManager *m)
 {
 	Probe		update = {PROBE_NONE, 0, 0, 0, 0, 0};
 	int64_t		hi;
+	DLmHolder  *h;
 
 	batch.probe.kind = PROBE_NONE;
-	for (DLmHolder *h = dlm_touched_holders(m); h; h = h->touched_next)
+
+	for (size_t h_i = 0; (h = dlm_touched_holder(m, h_i)) != NULL; h_i++)
 	{
 		if (h->owner->key == NULL)
 			continue;			/* not in the durable part */
@@ -423,12 +427,12 @@ probe_choose(DLockManager *m)
 		if (!h->p.dead && (!h->p.stored || h->stored_token != h->token))
 		{
 			batch.probe = (Probe) {PROBE_HELD_PRESENT, h->token, h->count, h->expires_at,
-			h->kept, h->mode};
+			dlm_holder_kept(h), h->mode};
 			return;
 		}
 		if (!h->p.dead && h->p.dirty && update.kind == PROBE_NONE)
 			update = (Probe) {PROBE_HELD_PRESENT, h->token, h->count, h->expires_at,
-			h->kept, h->mode};
+			dlm_holder_kept(h), h->mode};
 	}
 	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
 	{
@@ -491,7 +495,7 @@ session_row_weaker(const DLmHolder *h)
 {
 	return h->p.stored && h->stored_token == h->token &&
 		(dlock_mode_conflicts(h->mode) & ~dlock_mode_conflicts(h->stored_mode)) == 0 &&
-		h->permits <= h->stored_permits;
+		dlm_holder_permits(h) <= dlm_holder_stored_permits(h);
 }
 
 /* Whether a swap of one of n new rows saves statements (chunks of 2^k rows). */
@@ -559,15 +563,15 @@ held_row(int kind, const DLmHolder *h)
 	p_int_or_null(&p[9], h->ttl_us);
 	p_int(&p[10], h->implied);
 	p_str(&p[11], accounts_name(h->role));
-	p_int(&p[12], h->kept);
+	p_int(&p[12], dlm_holder_kept(h));
 	if (h->lock->capacity)
 	{
 		p_int(&p[13], h->lock->capacity);
-		p_int(&p[14], h->permits);
+		p_int(&p[14], dlm_holder_permits(h));
 	}
 	else
 		p[13].is_null = p[14].is_null = true;
-	p_str(&p[15], h->value);
+	p_str(&p[15], dlm_holder_value(h));
 }
 
 static void

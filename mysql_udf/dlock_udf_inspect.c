@@ -137,7 +137,7 @@ leader_of(const DLockManager *m, const char *name)
 	if (l == NULL || !l->election)
 		return NULL;
 	for (DLmHolder *h = dlm_lock_holders(l); h; h = dlm_holder_next(h))
-		if (h->value && h->kept < h->count)
+		if (dlm_holder_value(h) && dlm_holder_kept(h) < h->count)
 			return h;
 	return NULL;
 }
@@ -150,7 +150,7 @@ look_leader(const DLockManager *m, void *arg)
 
 	if (h == NULL)
 		return;
-	look_append(lk, h->value, strlen(h->value));
+	look_append(lk, dlm_holder_value(h), strlen(dlm_holder_value(h)));
 	lk->found = 1;
 }
 
@@ -179,7 +179,7 @@ look_leader_info(const DLockManager *m, void *arg)
 
 	if (h == NULL)
 		return;
-	look_append(&ll->lk, h->value, strlen(h->value));
+	look_append(&ll->lk, dlm_holder_value(h), strlen(dlm_holder_value(h)));
 	ll->lk.found = 1;
 	ll->lk.token = h->token;
 	ll->since = h->granted_at;

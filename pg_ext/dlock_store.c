@@ -889,8 +889,9 @@ queue_row(Column *q, const DLmWaiter *w)
  *		the batch never reach the table.
  */
 static void
-dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
+dlock_store_write(DLockManager *lm, DLmWaiter *waiters)
 {
+	DLmHolder  *h;
 	int			nh = 0;
 	int			nw = 0;
 	Column		hi[lengthof(held_types)];
@@ -903,7 +904,7 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 	EState	   *estate;
 	DirectTable table;
 
-	for (DLmHolder *h = holders; h; h = h->touched_next)
+	while (dlm_touched_holder(lm, nh) != NULL)
 		nh++;
 	for (DLmWaiter *w = waiters; w; w = w->touched_next)
 		nw++;
@@ -919,8 +920,10 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 	column_init(&hu[7], TEXTOID, nh);
 	column_init(&hd[0], INT8OID, nh);
 
-	for (DLmHolder *h = holders; h; h = h->touched_next)
+	for (int i = 0; (h = dlm_touched_holder(lm, i)) != NULL; i++)
 	{
+		const char *value = dlm_holder_value(h);
+
 		if (h->p.dead)
 		{
 			if (h->p.stored)
@@ -941,10 +944,10 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			column_add(&hi[9], interval_datum(h->ttl_us), h->ttl_us == 0);
 			column_add(&hi[10], BoolGetDatum(h->implied), false);
 			column_add(&hi[11], ObjectIdGetDatum(h->role), false);
-			column_add(&hi[12], Int32GetDatum(h->kept), false);
+			column_add(&hi[12], Int32GetDatum(dlm_holder_kept(h)), false);
 			column_add(&hi[13], Int32GetDatum(h->lock->capacity), h->lock->capacity == 0);
-			column_add(&hi[14], Int32GetDatum(h->permits), h->lock->capacity == 0);
-			column_add(&hi[15], h->value ? text_datum(h->value) : (Datum) 0, h->value == NULL);
+			column_add(&hi[14], Int32GetDatum(dlm_holder_permits(h)), h->lock->capacity == 0);
+			column_add(&hi[15], value ? text_datum(value) : (Datum) 0, value == NULL);
 		}
 		else if (h->p.dirty)
 		{
@@ -954,8 +957,8 @@ dlock_store_write(DLmHolder *holders, DLmWaiter *waiters)
 			column_add(&hu[3], interval_datum(h->ttl_us), h->ttl_us == 0);
 			column_add(&hu[4], Int64GetDatum(h->token), false);
 			column_add(&hu[5], text_datum(dlock_mode_name(h->mode)), false);
-			column_add(&hu[6], Int32GetDatum(h->kept), false);
-			column_add(&hu[7], h->value ? text_datum(h->value) : (Datum) 0, h->value == NULL);
+			column_add(&hu[6], Int32GetDatum(dlm_holder_kept(h)), false);
+			column_add(&hu[7], value ? text_datum(value) : (Datum) 0, value == NULL);
 		}
 	}
 
@@ -1169,8 +1172,8 @@ dlock_store_batch(DLockManager *lm)
 
 	if (dlm_counter_dirty(lm, &hi))
 		dlock_store_save_counter(hi);
-	if (dlm_touched_holders(lm) || dlm_touched_waiters(lm))
-		dlock_store_write(dlm_touched_holders(lm), dlm_touched_waiters(lm));
+	if (dlm_touched_holder(lm, 0) || dlm_touched_waiters(lm))
+		dlock_store_write(lm, dlm_touched_waiters(lm));
 
 	/*
 	 * NOTIFY dlock_blocking with each lock's notify key (delivered at

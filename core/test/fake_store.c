@@ -53,8 +53,8 @@ row_set(FsRow *row, const DLmHolder *h)
 	row->r.expires_at = h->expires_at;
 	row->r.ttl_us = h->ttl_us;
 	row->r.role = h->role;
-	row->r.kept = h->kept;
-	row->r.permits = h->permits;
+	row->r.kept = dlm_holder_kept(h);
+	row->r.permits = dlm_holder_permits(h);
 	row->r.capacity = h->lock->capacity;
 }
 
@@ -68,7 +68,9 @@ fake_commit(void *arg, DLockManager *lm, const DLsCommit *c, char *err, size_t e
 	(void) arg;
 	memcpy(fs.staged, fs.store, sizeof(FsRow) * fs.nstore);
 	fs.nstaged = fs.nstore;
-	for (DLmHolder *h = dlm_touched_holders(lm); h; h = h->touched_next)
+	DLmHolder  *h;
+
+	for (size_t h_i = 0; (h = dlm_touched_holder(lm, h_i)) != NULL; h_i++)
 	{
 		int			i = h->p.stored ? fs_row_find(fs.staged, fs.nstaged, h->stored_token) : -1;
 
@@ -121,7 +123,7 @@ fake_publish(void *arg, DLockManager *lm)
 {
 	(void) arg;
 	fs.publishes++;
-	if (dlm_touched_holders(lm) != NULL)
+	if (dlm_touched_holder(lm, 0) != NULL)
 		fs.early_publish++;		/* published before the picture settled */
 	for (int i = 0; i < FS_NREQ; i++)
 		if (fs.pending[i].any)

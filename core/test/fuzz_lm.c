@@ -219,7 +219,9 @@ snapshot(size_t *len)
 		if (w)
 			sappend("R %d %s %" PRId64 "\n", r, w->lock->name, w->ticket);
 	}
-	for (DLmHolder *h = dlm_touched_holders(M); h; h = h->touched_next)
+	DLmHolder  *h;
+
+	for (size_t h_i = 0; (h = dlm_touched_holder(M, h_i)) != NULL; h_i++)
 	{
 		sappend("TH %s %" PRId64, h->lock->name, h->token);
 		sp(&h->p);

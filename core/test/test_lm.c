@@ -410,7 +410,9 @@ count_touched_holders(void)
 {
 	int			n = 0;
 
-	for (DLmHolder *h = dlm_touched_holders(M); h; h = h->touched_next)
+	DLmHolder  *h;
+
+	for (size_t h_i = 0; (h = dlm_touched_holder(M, h_i)) != NULL; h_i++)
 		n++;
 	return n;
 }
@@ -533,7 +535,7 @@ check_inv(void)
 			int32_t		permits = 0;
 
 			for (DLmHolder *h = dlm_lock_holders(L); h; h = dlm_holder_next(h))
-				permits += h->permits;
+				permits += dlm_holder_permits(h);
 			CHECK_EQ(L->permits_held, permits);
 			CHECK(L->capacity == 0 ? permits == 0 : permits <= L->capacity);
 		}
@@ -945,7 +947,7 @@ test_owner_role(void)
 	CHECK_REFUSED_WITH(1, DLM_ERR_NOT_YOURS);
 	h = NH("x", "K", 0);
 	CHECK(h != NULL && h->count == 1 && h->mode == EX && h->expires_at == 10 + 1000000);
-	CHECK(dlm_touched_holders(M) == NULL);
+	CHECK(dlm_touched_holder(M, 0) == NULL);
 
 	/* an administrator acts with it; the owner keeps its role */
 	req_any_role = true;
@@ -2569,7 +2571,7 @@ test_keep_place(void)
 	CHECK_ST(0, RELEASED);
 	CHECK(!ANSWERED(1) && !ANSWERED(3));
 	h = NH("x", "B", 0);
-	CHECK(h && h->count == 1 && h->kept == 1 && h->expires_at == 220);
+	CHECK(h && h->count == 1 && dlm_holder_kept(h) == 1 && h->expires_at == 220);
 	CHECK(!ANSWERED(2));
 	tok = h ? h->token : -1;
 	NOW = 30;
@@ -2577,7 +2579,7 @@ test_keep_place(void)
 	CHECK_ST(4, GRANTED);
 	CHECK_EQ(recs[4].token, tok);
 	CHECK_EQ(recs[4].count, 1);
-	CHECK(h->count == 1 && h->kept == 0 && h->expires_at == 230);
+	CHECK(h->count == 1 && dlm_holder_kept(h) == 0 && h->expires_at == 230);
 	/* collected once: the next call is re-entrant */
 	acq(4, "B", "x", EX, 200);
 	CHECK_EQ(recs[4].count, 2);
@@ -2649,7 +2651,7 @@ test_keep_place(void)
 	CHECK_ST(11, GRANTED);
 	rel(11, "K1", "x");
 	h = NH("x", "K2", 0);
-	CHECK(h && h->kept == 1);	/* granted with no call waiting */
+	CHECK(h && dlm_holder_kept(h) == 1);	/* granted with no call waiting */
 	acq_keep(10, "K2", "x", EX, 1000);
 	CHECK_ST(10, GRANTED);		/* collected */
 	acq_keep(9, "K3", "x", EX, 1000);
@@ -2698,10 +2700,10 @@ test_keep_place(void)
 	CHECK_EQ(recs[3].ntokens, 2);
 	rel(0, "A", "/p");
 	h = NH("/p/q", "B", 0);
-	CHECK(h && h->kept == 1 && IH("/p", "B", 0, CW) != NULL);
+	CHECK(h && dlm_holder_kept(h) == 1 && IH("/p", "B", 0, CW) != NULL);
 	acq(4, "B", "/p/q", EX, 100);
 	CHECK_ST(4, GRANTED);
-	CHECK(h->kept == 0 && h->count == 1);
+	CHECK(dlm_holder_kept(h) == 0 && h->count == 1);
 	relall(4, "B");
 	CHECK_EQ(recs[4].count, 3);
 
@@ -2714,7 +2716,7 @@ test_keep_place(void)
 	CHECK(w && w->kept_until == NOW + 500);
 	CHECK_EQ(dlm_next_expiry(M), NOW + 500);
 	relall(0, "A");
-	CHECK(NH("x", "B", 0) && NH("x", "B", 0)->kept == 1);
+	CHECK(NH("x", "B", 0) && dlm_holder_kept(NH("x", "B", 0)) == 1);
 	(void) l2;
 	teardown();
 }
@@ -2914,11 +2916,11 @@ test_semaphore(void)
 	withdraw(l5, 1);
 	rel(0, NULL, "s");
 	h = NH("s", "K5", 0);
-	CHECK(h && h->kept == 1 && h->permits == 1);
+	CHECK(h && dlm_holder_kept(h) == 1 && dlm_holder_permits(h) == 1);
 	req_keep = true;
 	sem(7, "K5", "s", 2, 1, 100);
 	CHECK_ST(7, GRANTED);
-	CHECK(h->kept == 0 && h->count == 1);
+	CHECK(dlm_holder_kept(h) == 0 && h->count == 1);
 	sem(7, "K5", "s", 2, 1, 100);
 	CHECK_EQ(recs[7].error, DLM_ERR_HELD_ONCE);
 	relall(7, "K5");
@@ -2964,7 +2966,7 @@ test_election(void)
 	CHECK(dlm_batch_durable(M));
 	settle();
 	h = NH("e", "A", 0);
-	CHECK(h && h->value && strcmp(h->value, "a:1") == 0 && h->mode == EX);
+	CHECK(h && dlm_holder_value(h) && strcmp(dlm_holder_value(h), "a:1") == 0 && h->mode == EX);
 	campaign(1, "B", "e", "b:1", 100);
 	CHECK_ST(1, QUEUED);
 	campaign(2, "C", "e", big, 100);
@@ -2975,7 +2977,7 @@ test_election(void)
 	/* 16.4: the leader proclaims; nobody else may */
 	proclaim(0, "A", "e", "a:2");
 	CHECK_ST(0, GRANTED);
-	CHECK(strcmp(h->value, "a:2") == 0);
+	CHECK(strcmp(dlm_holder_value(h), "a:2") == 0);
 	CHECK(strcmp(leader_changes(), "e,") == 0);
 	CHECK(h->p.dirty);
 	settle();
@@ -3014,13 +3016,13 @@ test_election(void)
 	settle();
 	autosettle = true;
 	h = NH("e", "B", 0);
-	CHECK(h && strcmp(h->value, "b:1") == 0);
+	CHECK(h && strcmp(dlm_holder_value(h), "b:1") == 0);
 	/* a lease that runs out ends the lead */
 	NOW += 100;
 	CHECK_EQ(expire(10), 1);
 	CHECK_ST(2, GRANTED);
 	h = NH("e", "C", 0);
-	CHECK(h && strlen(h->value) == DLOCK_MAX_VALUE_LEN);
+	CHECK(h && strlen(dlm_holder_value(h)) == DLOCK_MAX_VALUE_LEN);
 
 	/* 14 with 16: a kept campaign resumed with a new value */
 	req_keep = true;
@@ -3034,7 +3036,7 @@ test_election(void)
 	relall(2, "C");
 	CHECK_ST(6, GRANTED);
 	h = NH("e", "D", 0);
-	CHECK(h && strcmp(h->value, "d:2") == 0);
+	CHECK(h && strcmp(dlm_holder_value(h), "d:2") == 0);
 	session_end(6, DLM_NOBODY);
 	CHECK(NH("e", "D", 0) != NULL);	/* keyed: the lead outlives the session */
 	relall(6, "D");
@@ -3049,7 +3051,7 @@ test_election(void)
 	row.token = 900;
 	row.value = "l:1";
 	CHECK_EQ(dlm_load_holder(M, &row), DLM_OK);
-	CHECK(NH("e", "L", 0) && strcmp(NH("e", "L", 0)->value, "l:1") == 0);
+	CHECK(NH("e", "L", 0) && strcmp(dlm_holder_value(NH("e", "L", 0)), "l:1") == 0);
 	campaign(7, NULL, "e", "x", 0);
 	CHECK_ST(7, QUEUED);
 	acq(8, NULL, "e", EX, 0);
@@ -3084,7 +3086,7 @@ test_load_kept(void)
 	r.ttl_us = 1000;
 	r.kept = 1;
 	CHECK_EQ(dlm_load_holder(M, &r), DLM_OK);
-	CHECK(NH("x", "H", 0) && NH("x", "H", 0)->kept == 1);
+	CHECK(NH("x", "H", 0) && dlm_holder_kept(NH("x", "H", 0)) == 1);
 	r.kept = 2;
 	r.name = "y";
 	CHECK_EQ(dlm_load_holder(M, &r), DLM_ERR_BAD_REQUEST);	/* more than held */
@@ -3117,7 +3119,7 @@ test_load_kept(void)
 	dlm_load_done(M, 10);
 	after_event();
 	/* the path is free: granted with nobody to answer, uncollected */
-	CHECK(NH("/p/q", "K3", 0) && NH("/p/q", "K3", 0)->kept == 1);
+	CHECK(NH("/p/q", "K3", 0) && dlm_holder_kept(NH("/p/q", "K3", 0)) == 1);
 	CHECK_EQ(nqueue("x"), 1);
 	CHECK_EQ(ev_answers, 0);
 	/* tickets go on after the loaded ones */
@@ -3277,8 +3279,8 @@ test_batch(void)
 	use(u, 6);
 	autosettle = false;
 	acq(0, NULL, "x", EX, 0);
-	h = dlm_touched_holders(M);
-	CHECK(h != NULL && h->touched_next == NULL);
+	h = dlm_touched_holder(M, 0);
+	CHECK(h != NULL && dlm_touched_holder(M, 1) == NULL);
 	if (h)
 	{
 		CHECK(strcmp(h->lock->name, "x") == 0);
@@ -3286,13 +3288,13 @@ test_batch(void)
 	}
 	CHECK(dlm_touched_waiters(M) == NULL);
 	settle();
-	CHECK(dlm_touched_holders(M) == NULL);
+	CHECK(dlm_touched_holder(M, 0) == NULL);
 	h = NH("x", NULL, 0);
 	CHECK(h && h->p.stored && !h->p.dirty && !h->p.listed && !h->p.dead);
 
 	acq(0, NULL, "x", EX, 0);	/* count 2: an update */
-	h = dlm_touched_holders(M);
-	CHECK(h != NULL && h == NH("x", NULL, 0) && h->touched_next == NULL);
+	h = dlm_touched_holder(M, 0);
+	CHECK(h != NULL && h == NH("x", NULL, 0) && dlm_touched_holder(M, 1) == NULL);
 	if (h)
 		CHECK(h->p.stored && h->p.dirty && !h->p.dead && h->p.listed);
 	settle();
@@ -3300,7 +3302,7 @@ test_batch(void)
 
 	acq(1, NULL, "x", EX, 5000);
 	CHECK_ST(1, QUEUED);
-	CHECK(dlm_touched_holders(M) == NULL);
+	CHECK(dlm_touched_holder(M, 0) == NULL);
 	w = dlm_touched_waiters(M);
 	CHECK(w != NULL && w->touched_next == NULL);
 	if (w)
@@ -3325,7 +3327,7 @@ test_batch(void)
 		int			dead = 0,
 					fresh = 0;
 
-		for (h = dlm_touched_holders(M); h; h = h->touched_next)
+		for (size_t h_i = 0; (h = dlm_touched_holder(M, h_i)) != NULL; h_i++)
 		{
 			CHECK(h->p.listed);
 			if (h->p.dead)
@@ -3347,8 +3349,8 @@ test_batch(void)
 	/* born and dead in one batch */
 	acq(2, NULL, "y", EX, 0);
 	rel(2, NULL, "y");
-	h = dlm_touched_holders(M);
-	CHECK(h && h->p.dead && !h->p.stored && h->touched_next == NULL);
+	h = dlm_touched_holder(M, 0);
+	CHECK(h && h->p.dead && !h->p.stored && dlm_touched_holder(M, 1) == NULL);
 	settle();
 	CHECK(dlm_lookup(M, "y") == NULL);
 
@@ -3380,7 +3382,7 @@ test_batch(void)
 	settle();
 	NOW += 1000;
 	CHECK_EQ(expire(5), 1);
-	h = dlm_touched_holders(M);
+	h = dlm_touched_holder(M, 0);
 	CHECK(h && h->p.dead && h->p.stored);
 	settle();
 	teardown();
@@ -3742,7 +3744,7 @@ test_load(void)
 	use(u, 5);
 	check_inv();
 	CHECK_EQ(dlm_nlocks(M), 5);
-	for (h = dlm_touched_holders(M); h; h = h->touched_next)
+	for (size_t h_i = 0; (h = dlm_touched_holder(M, h_i)) != NULL; h_i++)
 		CHECK(h->p.stored && !h->p.dirty && !h->p.dead);
 	CHECK(!dlm_counter_dirty(M, &hi));
 	h = NH("x", "K", 0);
@@ -3917,7 +3919,9 @@ log_batch(void)
 
 	if (!logging)
 		return;
-	for (DLmHolder *h = dlm_touched_holders(M); h; h = h->touched_next)
+	DLmHolder  *h;
+
+	for (size_t h_i = 0; (h = dlm_touched_holder(M, h_i)) != NULL; h_i++)
 		logf_("H %s %s %d %" PRId64 " %d %d %d %" PRId64 " %" PRId64 " %" PRId64 " %d%d%d\n",
 			  h->lock->name, h->owner->key ? h->owner->key : "-", (int) h->owner->pid,
 			  h->owner->session_start, h->mode, h->implied, (int) h->count, h->token,

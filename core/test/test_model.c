@@ -588,9 +588,9 @@ pic_from_core(const DLockManager *m, Pic *p)
 			x->token = h->token;
 			x->expires_at = h->expires_at;
 			x->role = h->role;
-			x->kept = h->kept;
-			x->permits = h->permits;
-			x->value = h->value;
+			x->kept = dlm_holder_kept(h);
+			x->permits = dlm_holder_permits(h);
+			x->value = dlm_holder_value(h);
 		}
 		for (DLmWaiter *w = dlm_lock_queue(lk); w != NULL; w = dlm_waiter_next(w))
 		{
@@ -1306,7 +1306,9 @@ mirror_row(Run *run, int64_t *rows, int *n, int64_t old, int64_t key,
 static void
 mirror_apply(Run *run)
 {
-	for (DLmHolder *h = dlm_touched_holders(run->core); h; h = h->touched_next)
+	DLmHolder  *h;
+
+	for (size_t h_i = 0; (h = dlm_touched_holder(run->core, h_i)) != NULL; h_i++)
 	{
 		if (h->p.dead)
 		{
@@ -1547,7 +1549,7 @@ run_event(Run *run, const Event *e)
 				 model_next_ticket(run->model) - 1, run->stored_hi);
 		/* as the worker: the half-due ride along with a batch stored anyway */
 		(void) dlm_queue_rows_due(run->core, e->now, false);
-		if (dlm_touched_holders(run->core) || dlm_touched_waiters(run->core) ||
+		if (dlm_touched_holder(run->core, 0) || dlm_touched_waiters(run->core) ||
 			dlm_counter_dirty(run->core, NULL))
 			(void) dlm_queue_rows_due(run->core, e->now, true);
 		mirror_apply(run);
