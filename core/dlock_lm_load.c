@@ -69,7 +69,13 @@ dlm_mem_free(void *arg, void *ptr, size_t size)
 		return;
 	}
 	dlm_list_delete(&c->link);
-	m->cfg.alloc.free(m->cfg.alloc.arg, c, sizeof(DLmChunk) + c->size);
+
+	/*
+	 * The size the manager gives, not the chunk's: an allocator without
+	 * chunk headers (the PostgreSQL worker's) relies on it, and the tests'
+	 * allocator checks it against what was asked for.
+	 */
+	m->cfg.alloc.free(m->cfg.alloc.arg, c, sizeof(DLmChunk) + size);
 }
 
 void *
