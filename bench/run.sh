@@ -5,7 +5,9 @@
 # bench/results/<date>-<host>.md with a PNG plot.  Benchmarks never gate CI.
 # BENCH_SECTIONS="6 8" (say) runs only those workloads and writes
 # bench/results/<date>-<host>-sections-6-8.md (and its plots) instead, so a
-# partial run never overwrites the day's full one.
+# partial run never overwrites the day's full one.  BENCH_SCALE="0 200000"
+# (say) replaces section 4's lease counts (a memory figure per lease needs
+# no million).
 #
 # Workloads (see shared BENCHMARKS.md): 1 uncontended pairs, 2 try-lock
 # pairs, 3 contended hand-off, 4 scale with many held leases and their mass
@@ -31,6 +33,7 @@ PFX=$OUT/$STAMP-$(hostname -s)${SECTIONS:+-sections-${SECTIONS// /-}}  # results
 RES=$PFX.md
 if [ $QUICK -eq 1 ]; then T=2; CLIENTS="1 32"; WAITERS="2 32"; HOLDS="0"; SCALE="0 5000 20000"
 else T=10; CLIENTS="1 8 32"; WAITERS="2 8 32 128"; HOLDS="0 1"; SCALE="0 10000 100000 1000000"; fi
+SCALE=${BENCH_SCALE:-$SCALE}
 
 cleanup() {
     "$ROOT/scripts/pg_cluster.sh" stop "$DIR/pg" 2>/dev/null

@@ -35,27 +35,67 @@ static MemoryContext picture_cxt;
 static DLockManager *picture;	/* the one being built, for load_held_row */
 
 /*
- * Holders and waiters come from slabs: a million leases cost a third less
- * memory than in power-of-two chunks.  Everything else (locks and owners
- * with their names, the hashes, the lease heap) from an AllocSet.
+ * The picture's objects need no chunk header: the core gives the size of
+ * what it frees (DLmAllocator), so each size up to PICTURE_CLASS_MAX,
+ * rounded up to MAXALIGN, has its own list of free chunks, carved from
+ * PICTURE_BLOCK-sized blocks of picture_cxt.  A held lease then costs what
+ * the core asks for (core/README 11), not a power of two and a 16-byte
+ * header per lock and owner (an AllocSet) nor a 16-byte header per holder
+ * (a Slab).  A freed chunk waits for the next of its size, as in an
+ * AllocSet's free lists; everything goes when picture_cxt is reset.
+ * Larger allocations (the hashes' buckets, the lease heap) are
+ * picture_cxt's own.
  */
-static MemoryContext holder_slab;
-static MemoryContext waiter_slab;
+#define PICTURE_CLASS_MAX 512
+#define PICTURE_BLOCK (64 * 1024)
+
+typedef struct PictureFree
+{
+	struct PictureFree *next;
+} PictureFree;
+
+static PictureFree *picture_free_list[PICTURE_CLASS_MAX / MAXIMUM_ALIGNOF + 1];
+static char *picture_block_next;	/* the current block's unused part */
+static char *picture_block_end;
 
 static void *
 picture_alloc(void *arg, size_t size)
 {
-	if (size == sizeof(DLmHolder))
-		return MemoryContextAlloc(holder_slab, size);
-	if (size == sizeof(DLmWaiter))
-		return MemoryContextAlloc(waiter_slab, size);
-	return MemoryContextAllocExtended(picture_cxt, size, MCXT_ALLOC_HUGE);
+	size_t		class = MAXALIGN(Max(size, 1)) / MAXIMUM_ALIGNOF;
+	PictureFree *f;
+	char	   *p;
+
+	if (size > PICTURE_CLASS_MAX)
+		return MemoryContextAllocExtended(picture_cxt, size, MCXT_ALLOC_HUGE);
+	if ((f = picture_free_list[class]) != NULL)
+	{
+		picture_free_list[class] = f->next;
+		return f;
+	}
+	if (picture_block_end - picture_block_next < (ptrdiff_t) (class * MAXIMUM_ALIGNOF))
+	{
+		/* the old block's tail (less than PICTURE_CLASS_MAX) stays unused */
+		picture_block_next = MemoryContextAlloc(picture_cxt, PICTURE_BLOCK);
+		picture_block_end = picture_block_next + PICTURE_BLOCK;
+	}
+	p = picture_block_next;
+	picture_block_next += class * MAXIMUM_ALIGNOF;
+	return p;
 }
 
 static void
 picture_free(void *arg, void *ptr, size_t size)
 {
-	pfree(ptr);
+	size_t		class = MAXALIGN(Max(size, 1)) / MAXIMUM_ALIGNOF;
+	PictureFree *f = ptr;
+
+	if (size > PICTURE_CLASS_MAX)
+	{
+		pfree(ptr);
+		return;
+	}
+	f->next = picture_free_list[class];
+	picture_free_list[class] = f;
 }
 
 /* A new, empty lock manager answering through the service; the old one's memory goes. */
@@ -68,11 +108,9 @@ picture_reset(DLockService *service)
 		picture_cxt = AllocSetContextCreate(TopMemoryContext, "dlock picture",
 											ALLOCSET_DEFAULT_SIZES);
 	picture = NULL;
-	MemoryContextReset(picture_cxt);	/* the slabs go with it */
-	holder_slab = SlabContextCreate(picture_cxt, "dlock holders",
-									SLAB_DEFAULT_BLOCK_SIZE, sizeof(DLmHolder));
-	waiter_slab = SlabContextCreate(picture_cxt, "dlock waiters",
-									SLAB_DEFAULT_BLOCK_SIZE, sizeof(DLmWaiter));
+	MemoryContextReset(picture_cxt);	/* the blocks go with it */
+	memset(picture_free_list, 0, sizeof(picture_free_list));
+	picture_block_next = picture_block_end = NULL;
 	cfg.alloc.alloc = picture_alloc;
 	cfg.alloc.free = picture_free;
 	cfg.untracked = true;
