@@ -14,7 +14,7 @@
  *		dlm_next_expiry					when the next lease runs out
  *		dlm_queue_rows_due, dlm_next_queue_row, dlm_set_queue_row_delay
  *										waiters' rows only after a delay
- *		dlm_touched_holder, dlm_touched_waiters, dlm_counter_dirty,
+ *		dlm_touched_holder, dlm_touched_waiter, dlm_counter_dirty,
  *		dlm_batch_durable, dlm_notified_lock, dlm_leader_change
  *										what to persist, flush and announce
  *		dlm_settle						the store matches: free what left
@@ -436,7 +436,6 @@ struct DLmWaiter
 	DLmLink		kept_link;		/* first part of a kept place: by kept_until */
 	DLmGroup   *group;			/* a request on several locks */
 	DLmLink		young_link;		/* not yet due for a row; else unlinked */
-	DLmWaiter  *touched_next;
 };
 
 typedef struct DLockManager DLockManager;
@@ -604,7 +603,7 @@ extern DLockTime dlm_next_expiry(const DLockManager *m);
 /* The batch: what changed since the last dlm_settle. */
 /* The i-th holder touched (its row to write), from 0; NULL past the last. */
 extern DLmHolder *dlm_touched_holder(const DLockManager *m, size_t i);
-extern DLmWaiter *dlm_touched_waiters(const DLockManager *m);	/* ->touched_next */
+extern DLmWaiter *dlm_touched_waiter(const DLockManager *m, size_t i);
 extern bool dlm_counter_dirty(const DLockManager *m, int64_t *hi);
 extern bool dlm_batch_durable(const DLockManager *m);
 /* The i-th lock announced (8) in the batch, from 0; NULL past the last. */

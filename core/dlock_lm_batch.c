@@ -13,7 +13,7 @@
  *		dlm_take_ticket			the next ticket, a new block when passed
  *		dlm_leader_changed		an election's leader or value changed
  *		dlm_value_copy, dlm_value_free	a leader's or a campaign's value
- * Interface (dlock_lm.h): dlm_touched_holder, dlm_touched_waiters,
+ * Interface (dlock_lm.h): dlm_touched_holder, dlm_touched_waiter,
  * dlm_counter_dirty, dlm_batch_durable, dlm_notified_lock,
  * dlm_leader_change, dlm_settle.
  */
@@ -40,12 +40,7 @@ dlm_touch_waiter(DLockManager *m, DLmWaiter *w)
 	if (w->p.listed)
 		return;
 	w->p.listed = true;
-	w->touched_next = NULL;
-	if (m->touched_w_tail)
-		m->touched_w_tail->touched_next = w;
-	else
-		m->touched_w = w;
-	m->touched_w_tail = w;
+	dlm_vec_push(m, &m->touched_w, w);
 }
 
 /* A leader's or a campaign's value (16), in the manager's memory. */
@@ -111,9 +106,9 @@ dlm_touched_holder(const DLockManager *m, size_t i)
 }
 
 DLmWaiter *
-dlm_touched_waiters(const DLockManager *m)
+dlm_touched_waiter(const DLockManager *m, size_t i)
 {
-	return m->touched_w;
+	return i < m->touched_w.count ? m->touched_w.items[i] : NULL;
 }
 
 bool
@@ -146,8 +141,7 @@ void
 dlm_settle(DLockManager *m)
 {
 	DLmHolder  *h;
-	DLmWaiter  *w,
-			   *wn;
+	DLmWaiter  *w;
 	DLmLock    *l;
 	DLmOwner   *o;
 
@@ -176,9 +170,8 @@ dlm_settle(DLockManager *m)
 		}
 	}
 	dlm_vec_done(m, &m->touched_h);
-	for (w = m->touched_w; w; w = wn)
+	while ((w = dlm_vec_pop(&m->touched_w)) != NULL)
 	{
-		wn = w->touched_next;
 		if (w->p.dead)
 		{
 			dlm_value_free(m, w->value);
@@ -189,10 +182,9 @@ dlm_settle(DLockManager *m)
 			w->p.stored = true;
 			w->p.dirty = false;
 			w->p.listed = false;
-			w->touched_next = NULL;
 		}
 	}
-	m->touched_w = m->touched_w_tail = NULL;
+	dlm_vec_done(m, &m->touched_w);
 	while ((l = dlm_vec_pop(&m->notify)) != NULL)
 		l->notify_listed = false;
 	dlm_vec_done(m, &m->notify);

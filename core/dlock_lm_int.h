@@ -172,8 +172,7 @@ struct DLockManager
 
 	/* the batch, since the last dlm_settle */
 	DLmVec		touched_h;		/* DLmHolder: rows to write */
-	DLmWaiter  *touched_w,
-			   *touched_w_tail;
+	DLmVec		touched_w;
 	DLmVec		empty_locks;	/* DLmLock: maybe left with nothing */
 	DLmVec		empty_owners;	/* DLmOwner */
 	DLmVec		notify;			/* DLmLock: announced (8) */

@@ -570,7 +570,7 @@ static bool
 batch_changed(const DLockManager *lm)
 {
 	return dlm_touched_holder(lm, 0) != NULL ||
-		dlm_touched_waiters(lm) != NULL ||
+		dlm_touched_waiter(lm, 0) != NULL ||
 		dlm_counter_dirty(lm, NULL) ||
 		dlm_notified_lock(lm, 0) != NULL;
 }

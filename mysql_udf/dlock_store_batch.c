@@ -204,6 +204,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 	int			new_live_row = -1;
 	int			new_keyed_row = -1;
 	DLmHolder  *h;
+	DLmWaiter  *w;
 
 	store.last_errno = 0;
 	if (store.conn == NULL)
@@ -242,7 +243,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 				new_keyed_row = batch.rows[R_KEYED_UPSERT].n - 1;
 		}
 	}
-	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
+	for (size_t w_i = 0; (w = dlm_touched_waiter(m, w_i)) != NULL; w_i++)
 	{
 		bool		in_kept = w->p.stored && kept_has(w->ticket);
 
@@ -412,6 +413,7 @@ probe_choose(DLockManager *m)
 	Probe		update = {PROBE_NONE, 0, 0, 0, 0, 0};
 	int64_t		hi;
 	DLmHolder  *h;
+	DLmWaiter  *w;
 
 	batch.probe.kind = PROBE_NONE;
 
@@ -434,7 +436,7 @@ probe_choose(DLockManager *m)
 			update = (Probe) {PROBE_HELD_PRESENT, h->token, h->count, h->expires_at,
 			dlm_holder_kept(h), h->mode};
 	}
-	for (DLmWaiter *w = dlm_touched_waiters(m); w; w = w->touched_next)
+	for (size_t w_i = 0; (w = dlm_touched_waiter(m, w_i)) != NULL; w_i++)
 	{
 		bool		in_kept = w->p.stored && kept_has(w->ticket);
 		bool		to_kept = !w->p.dead && w->keep && (!w->p.stored || w->p.dirty);

@@ -889,7 +889,7 @@ queue_row(Column *q, const DLmWaiter *w)
  *		the batch never reach the table.
  */
 static void
-dlock_store_write(DLockManager *lm, DLmWaiter *waiters)
+dlock_store_write(DLockManager *lm)
 {
 	DLmHolder  *h;
 	int			nh = 0;
@@ -906,7 +906,7 @@ dlock_store_write(DLockManager *lm, DLmWaiter *waiters)
 
 	while (dlm_touched_holder(lm, nh) != NULL)
 		nh++;
-	for (DLmWaiter *w = waiters; w; w = w->touched_next)
+	while (dlm_touched_waiter(lm, nw) != NULL)
 		nw++;
 	for (int c = 0; c < (int) lengthof(hi); c++)
 		column_init(&hi[c], held_types[c], nh);
@@ -969,8 +969,10 @@ dlock_store_write(DLockManager *lm, DLmWaiter *waiters)
 	for (int c = 0; c < (int) lengthof(qu); c++)
 		column_init(&qu[c], queue_types[c], nw);
 	column_init(&qk[0], INT8OID, nw);
-	for (DLmWaiter *w = waiters; w; w = w->touched_next)
+	for (size_t wi = 0; wi < (size_t) nw; wi++)
 	{
+		DLmWaiter  *w = dlm_touched_waiter(lm, wi);
+
 		if (w->p.dead)
 		{
 			if (w->p.stored)
@@ -1172,8 +1174,8 @@ dlock_store_batch(DLockManager *lm)
 
 	if (dlm_counter_dirty(lm, &hi))
 		dlock_store_save_counter(hi);
-	if (dlm_touched_holder(lm, 0) || dlm_touched_waiters(lm))
-		dlock_store_write(lm, dlm_touched_waiters(lm));
+	if (dlm_touched_holder(lm, 0) || dlm_touched_waiter(lm, 0))
+		dlock_store_write(lm);
 
 	/*
 	 * NOTIFY dlock_blocking with each lock's notify key (delivered at

@@ -227,7 +227,9 @@ snapshot(size_t *len)
 		sp(&h->p);
 		sappend("\n");
 	}
-	for (DLmWaiter *w = dlm_touched_waiters(M); w; w = w->touched_next)
+	DLmWaiter  *w;
+
+	for (size_t wi = 0; (w = dlm_touched_waiter(M, wi)) != NULL; wi++)
 	{
 		sappend("TW %s %" PRId64, w->lock->name, w->ticket);
 		sp(&w->p);

@@ -422,7 +422,7 @@ count_touched_waiters(void)
 {
 	int			n = 0;
 
-	for (DLmWaiter *w = dlm_touched_waiters(M); w; w = w->touched_next)
+	while (dlm_touched_waiter(M, (size_t) n) != NULL)
 		n++;
 	return n;
 }
@@ -2544,7 +2544,7 @@ test_keep_place(void)
 	CHECK_EQ(recs[1].expires_at, 110);
 	CHECK(dlm_batch_durable(M));
 	CHECK_EQ(count_touched_waiters(), 1);
-	CHECK(dlm_touched_waiters(M) && dlm_touched_waiters(M)->p.dirty);
+	CHECK(dlm_touched_waiter(M, 0) && dlm_touched_waiter(M, 0)->p.dirty);
 	settle();
 	autosettle = true;
 	CHECK(dlm_waiter_of(M, 1) == NULL);
@@ -3286,7 +3286,7 @@ test_batch(void)
 		CHECK(strcmp(h->lock->name, "x") == 0);
 		CHECK(!h->p.stored && !h->p.dead && h->p.listed);
 	}
-	CHECK(dlm_touched_waiters(M) == NULL);
+	CHECK(dlm_touched_waiter(M, 0) == NULL);
 	settle();
 	CHECK(dlm_touched_holder(M, 0) == NULL);
 	h = NH("x", NULL, 0);
@@ -3303,8 +3303,8 @@ test_batch(void)
 	acq(1, NULL, "x", EX, 5000);
 	CHECK_ST(1, QUEUED);
 	CHECK(dlm_touched_holder(M, 0) == NULL);
-	w = dlm_touched_waiters(M);
-	CHECK(w != NULL && w->touched_next == NULL);
+	w = dlm_touched_waiter(M, 0);
+	CHECK(w != NULL && dlm_touched_waiter(M, 1) == NULL);
 	if (w)
 	{
 		CHECK(!w->p.stored && !w->p.dead && w->p.listed);
@@ -3318,7 +3318,7 @@ test_batch(void)
 	w = dlm_waiter_of(M, 1);
 	CHECK(w && w->p.stored && !w->p.listed);
 	rel(0, NULL, "x");
-	CHECK(dlm_touched_waiters(M) == NULL);
+	CHECK(dlm_touched_waiter(M, 0) == NULL);
 	CHECK_EQ(count_touched_holders(), 1);	/* count 1 left */
 	settle();
 	rel(0, NULL, "x");
@@ -3340,8 +3340,8 @@ test_batch(void)
 		}
 		CHECK_EQ(dead, 1);
 		CHECK_EQ(fresh, 1);
-		w = dlm_touched_waiters(M);
-		CHECK(w && w->p.dead && w->p.stored && w->touched_next == NULL);
+		w = dlm_touched_waiter(M, 0);
+		CHECK(w && w->p.dead && w->p.stored && dlm_touched_waiter(M, 1) == NULL);
 	}
 	settle();
 	CHECK_EQ(nholders("x"), 1);
@@ -3408,15 +3408,15 @@ test_queue_row_delay(void)
 	/* a wait shorter than the delay never reaches the store */
 	acq(1, NULL, "x", EX, 0);
 	CHECK_ST(1, QUEUED);
-	CHECK(dlm_touched_waiters(M) == NULL);
+	CHECK(dlm_touched_waiter(M, 0) == NULL);
 	CHECK_EQ(dlm_next_queue_row(M), NOW + 5000);
 	settle();
 	NOW += 4999;
 	CHECK_EQ(dlm_queue_rows_due(M, NOW, false), 0);
 	rel(0, NULL, "x");
 	CHECK_ST(1, GRANTED);
-	w = dlm_touched_waiters(M);
-	CHECK(w && w->p.dead && !w->p.stored && w->touched_next == NULL);
+	w = dlm_touched_waiter(M, 0);
+	CHECK(w && w->p.dead && !w->p.stored && dlm_touched_waiter(M, 1) == NULL);
 	CHECK_EQ(dlm_next_queue_row(M), 0);
 	settle();
 
@@ -3429,8 +3429,8 @@ test_queue_row_delay(void)
 	CHECK_EQ(dlm_next_queue_row(M), since2 + 5000);
 	NOW = since2 + 5000;
 	CHECK_EQ(dlm_queue_rows_due(M, NOW, false), 1);
-	w = dlm_touched_waiters(M);
-	CHECK(w && w->requester == 2 && !w->p.stored && !w->p.dead && w->touched_next == NULL);
+	w = dlm_touched_waiter(M, 0);
+	CHECK(w && w->requester == 2 && !w->p.stored && !w->p.dead && dlm_touched_waiter(M, 1) == NULL);
 	settle();
 	CHECK(dlm_waiter_of(M, 2) && dlm_waiter_of(M, 2)->p.stored);
 	CHECK(dlm_waiter_of(M, 3) && !dlm_waiter_of(M, 3)->p.stored);
@@ -3439,23 +3439,23 @@ test_queue_row_delay(void)
 	/* withdrawn while young: nothing to write, nothing left due */
 	withdraw(gone, 1);
 	CHECK_ST(3, CANCELED);
-	w = dlm_touched_waiters(M);
-	CHECK(w && w->p.dead && !w->p.stored && w->touched_next == NULL);
+	w = dlm_touched_waiter(M, 0);
+	CHECK(w && w->p.dead && !w->p.stored && dlm_touched_waiter(M, 1) == NULL);
 	CHECK_EQ(dlm_next_queue_row(M), 0);
 	settle();
 
 	/* a stored waiter granted: its row is deleted */
 	rel(1, NULL, "x");
 	CHECK_ST(2, GRANTED);
-	w = dlm_touched_waiters(M);
-	CHECK(w && w->p.dead && w->p.stored && w->touched_next == NULL);
+	w = dlm_touched_waiter(M, 0);
+	CHECK(w && w->p.dead && w->p.stored && dlm_touched_waiter(M, 1) == NULL);
 	settle();
 
 	/* a path request's parts are due together; a delay of 0 makes all due */
 	acq(4, NULL, "/p", EX, 0);
 	acq(5, NULL, "/p/q", EX, 0);
 	CHECK_ST(5, QUEUED);
-	CHECK(dlm_touched_waiters(M) == NULL);
+	CHECK(dlm_touched_waiter(M, 0) == NULL);
 	settle();
 	dlm_set_queue_row_delay(M, 0);
 	CHECK_EQ(dlm_next_queue_row(M), NOW);
@@ -3477,7 +3477,7 @@ test_queue_row_delay(void)
 	NOW += 1;
 	CHECK_EQ(dlm_queue_rows_due(M, NOW, false), 0);
 	CHECK_EQ(dlm_queue_rows_due(M, NOW, true), 1);
-	w = dlm_touched_waiters(M);
+	w = dlm_touched_waiter(M, 0);
 	CHECK(w && w->requester == 7 && !w->p.stored && !w->p.dead);
 	settle();
 	teardown();
@@ -3926,7 +3926,9 @@ log_batch(void)
 			  h->lock->name, h->owner->key ? h->owner->key : "-", (int) h->owner->pid,
 			  h->owner->session_start, h->mode, h->implied, (int) h->count, h->token,
 			  h->stored_token, h->expires_at, h->p.stored, h->p.dirty, h->p.dead);
-	for (DLmWaiter *w = dlm_touched_waiters(M); w; w = w->touched_next)
+	DLmWaiter  *w;
+
+	for (size_t wi = 0; (w = dlm_touched_waiter(M, wi)) != NULL; wi++)
 		logf_("W %s %s %d %d %d %" PRId64 " %d %d%d\n",
 			  w->lock->name, w->owner->key ? w->owner->key : "-", (int) w->owner->pid,
 			  w->mode, w->implied, w->ticket, w->requester, w->p.stored, w->p.dead);

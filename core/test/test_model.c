@@ -1320,7 +1320,9 @@ mirror_apply(Run *run)
 		else if (h->p.dirty)
 			mirror_row(run, run->rows_h, &run->nrows_h, h->stored_token, h->token, "holder");
 	}
-	for (DLmWaiter *w = dlm_touched_waiters(run->core); w; w = w->touched_next)
+	DLmWaiter  *w;
+
+	for (size_t wi = 0; (w = dlm_touched_waiter(run->core, wi)) != NULL; wi++)
 	{
 		if (w->p.dead)
 		{
@@ -1549,7 +1551,7 @@ run_event(Run *run, const Event *e)
 				 model_next_ticket(run->model) - 1, run->stored_hi);
 		/* as the worker: the half-due ride along with a batch stored anyway */
 		(void) dlm_queue_rows_due(run->core, e->now, false);
-		if (dlm_touched_holder(run->core, 0) || dlm_touched_waiters(run->core) ||
+		if (dlm_touched_holder(run->core, 0) || dlm_touched_waiter(run->core, 0) ||
 			dlm_counter_dirty(run->core, NULL))
 			(void) dlm_queue_rows_due(run->core, e->now, true);
 		mirror_apply(run);
