@@ -47,6 +47,7 @@
 #include "dlock_errors.h"
 #include "dlock_handoff.h"
 #include "dlock_load.h"
+#include "dlock_store_local.h"
 #include "dlock_semisync.h"
 #include "dlock_sessions.h"
 #include "dlock_stats.h"
@@ -160,8 +161,18 @@ static void *
 manager_main(void *arg)
 {
 	DLsConfig	cfg;
+	char		msg[200];
 
 	(void) arg;
+	if (local_thread_begin(msg, sizeof(msg)) != 0)
+	{
+		fprintf(stderr, "dlock: lock manager: %s\n", msg);
+		pthread_mutex_lock(&handoff.mu.m);
+		handoff.running = false;
+		handoff_stop_locked();
+		pthread_mutex_unlock(&handoff.mu.m);
+		return NULL;
+	}
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.store.commit = store_commit;
 	cfg.store.publish = store_publish;
@@ -177,6 +188,7 @@ manager_main(void *arg)
 		handoff.running = false;
 		handoff_stop_locked();
 		pthread_mutex_unlock(&handoff.mu.m);
+		local_thread_end();
 		return NULL;
 	}
 	for (;;)
@@ -190,6 +202,7 @@ manager_main(void *arg)
 		run_batch(&c);
 	}
 	store_close();
+	local_thread_end();
 	picture_drop(&mgr.picture);
 	pthread_mutex_lock(&handoff.mu.m);
 	if (mgr.service)

@@ -36,6 +36,7 @@
 #include "dlock_load.h"
 #include "dlock_semisync.h"
 #include "dlock_sessions.h"
+#include "dlock_store_local.h"
 
 #ifndef DLOCK_CNF
 #define DLOCK_CNF "/etc/mysql/dlock.cnf"
@@ -58,7 +59,7 @@
 	"timeout_us, conversion, implied, permits FROM dlock.queue"
 #define LOCKS_TYPES "ssssiiiiiiiiiiiii"
 
-static const char *const Q[NQ] = {
+const char *const Q[NQ] = {
 	[Q_COUNTER_SAVE] =
 	"INSERT INTO dlock.counter (id, hi) VALUES (1, ?) "
 	"ON DUPLICATE KEY UPDATE hi = GREATEST(hi, VALUES(hi))",
@@ -165,6 +166,7 @@ cnf_path(void)
  * belong to the server's user and be readable by nobody else.
  */
 static int	unended_wait(DlockErr *err);
+static int	binlog_off(bool *off, DlockErr *err);
 
 static int
 check_cnf(const char *path, DlockErr *err)
@@ -218,14 +220,7 @@ store_conn_id(void)
 int
 store_open(DlockErr *err)
 {
-	static const char *const setup[] = {
-		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-		"SET SESSION autocommit = 1, innodb_lock_wait_timeout = 1, "
-		"lock_wait_timeout = 2, time_zone = '+00:00', max_statement_time = 0, "
-		/* the MEMORY tables' size limit, when this connection opens them first */
-		"max_heap_table_size = 1073741824, "
-		"sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'",
-	};
+	static const char *const setup[] = {STORE_SESSION_SETUP};
 	const char *cnf = cnf_path();
 	unsigned int timeout = 5;
 	/*
@@ -275,12 +270,44 @@ store_open(DlockErr *err)
 		}
 	store.conn_id = mysql_thread_id(store.conn);
 	store.patient = semisync;
+	if (binlog_off(&store.local_rows, err) != 0)
+	{
+		store_close();
+		return -1;
+	}
 	if (store.unended != 0 && unended_wait(err) != 0)
 	{
 		store_close();
 		return -1;
 	}
 	store.fenced = true;
+	return 0;
+}
+
+/*
+ * Whether the server writes no binary log (log_bin cannot change while it
+ * runs).  Only then do the MEMORY rows go over the local connection: its
+ * statements are not binlogged, so a replica would not get them, and a
+ * semi-synchronous primary would answer a session grant without its
+ * replica's acknowledgement - the isolated primary's double grant.
+ */
+static int
+binlog_off(bool *off, DlockErr *err)
+{
+	static const char q[] = "SELECT @@global.log_bin";
+	MYSQL_RES  *res;
+	MYSQL_ROW	row;
+
+	if (mysql_real_query(store.conn, q, sizeof(q) - 1) != 0 ||
+		(res = mysql_store_result(store.conn)) == NULL)
+	{
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "cannot set up the lock store connection: %s",
+				mysql_error(store.conn));
+		return -1;
+	}
+	row = mysql_fetch_row(res);
+	*off = row != NULL && row[0] != NULL && strcmp(row[0], "0") == 0;
+	mysql_free_result(res);
 	return 0;
 }
 
@@ -364,6 +391,7 @@ stmt(int q, DlockErr *err)
 	}
 	if (mysql_stmt_prepare(store.stmts[q], Q[q], strlen(Q[q])) != 0)
 	{
+		store.last_errno = mysql_stmt_errno(store.stmts[q]);
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_stmt_error(store.stmts[q]));
 		mysql_stmt_close(store.stmts[q]);
 		store.stmts[q] = NULL;
@@ -848,6 +876,14 @@ store_load_grants(StoreGrantFn grant_fn, StoreQuotaFn quota_fn, DlockErr *err)
 	return 0;
 }
 
+/* Whether an error says the connection is gone (killed, or the server went away). */
+static bool
+connection_lost(unsigned int no)
+{
+	return no == CR_SERVER_LOST || no == CR_SERVER_GONE_ERROR ||
+		no == 1927 /* ER_CONNECTION_KILLED */ ;
+}
+
 /*
  * The rows of dlock.locks, every account's or one account's, to fn - read
  * on the store connection (the manager thread's), so that what the view
@@ -862,14 +898,21 @@ store_read_locks(const char *account, size_t alen, StoreLockRowFn fn, void *arg,
 	MYSQL_STMT *st;
 	int			f;
 
-	if (store.conn == NULL && store_open(err) != 0)
-		return -1;
-	st = account ? query(Q_LOCKS_OF, &p, 1, &c, LOCKS_TYPES, err) :
-		query(Q_LOCKS_ALL, NULL, 0, &c, LOCKS_TYPES, err);
-	if (st == NULL)
+	/*
+	 * Twice at most: a batch of session rows alone never touches this
+	 * connection, so it may have been lost (killed) since it was last used.
+	 */
+	for (int tries = 0;; tries++)
 	{
-		store_close();			/* the next batch opens a new one */
-		return -1;
+		if (store.conn == NULL && store_open(err) != 0)
+			return -1;
+		st = account ? query(Q_LOCKS_OF, &p, 1, &c, LOCKS_TYPES, err) :
+			query(Q_LOCKS_ALL, NULL, 0, &c, LOCKS_TYPES, err);
+		if (st != NULL)
+			break;
+		store_close();			/* the next use opens a new one */
+		if (tries > 0 || !connection_lost(store.last_errno))
+			return -1;
 	}
 	while ((f = fetch(st, &c, LOCKS_TYPES, err)) == 1)
 	{

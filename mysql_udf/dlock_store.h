@@ -3,7 +3,9 @@
  * dlock_store.h
  *		The lock manager thread's lock store: the dlock tables in the server
  *		the plugin runs in, reached through one loopback libmariadb
- *		connection that only the manager thread uses.
+ *		connection that only the manager thread uses (and, for the MEMORY
+ *		tables' rows on a server without a binary log, a local connection:
+ *		dlock_store_local.h).
  *
  * Free of MySQL headers: the manager's files include this, dlock_store.c
  * adds the client library's.  The store is the durable truth; the manager's

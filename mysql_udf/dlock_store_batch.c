@@ -9,13 +9,23 @@
  * store_rollback (dlock_store.h); kept_clear, kept_add, stray_reset,
  * stray_add, rows_close (dlock_store_int.h).
  *
- * A batch is a few set-based statements in one transaction: the changed
- * holder rows and waiter rows each go as multi-row INSERT ... ON DUPLICATE
- * KEY UPDATE statements and DELETE ... WHERE key IN (...), in chunks of 64,
- * 32, ... 1 rows (one prepared statement per chunk size, kept).  Every
- * value is a bound parameter: no user value is ever part of a statement's
- * text.  (JSON_TABLE would need one statement per kind, but cost three
- * times as much per statement.)
+ * A batch is a few set-based statements: the changed holder rows and
+ * waiter rows each go as multi-row INSERT ... ON DUPLICATE KEY UPDATE
+ * statements and DELETE ... WHERE key IN (...).  The durable rows (InnoDB)
+ * go over the store's connection in one transaction, in chunks of 64, 32,
+ * ... 1 rows (one prepared statement per chunk size, kept), every value a
+ * bound parameter.  On a server without a binary log the MEMORY tables'
+ * rows go over the local connection instead (dlock_store_local.c: a
+ * statement there runs in this thread, no wake-up of a server thread, but
+ * is not binlogged - so with a binary log they stay on the store's
+ * connection, where a semi-synchronous replica acknowledges them).  That
+ * connection takes text only: the same statements are prepared there once
+ * (PREPARE) and run with EXECUTE ... USING, each value written as a decimal
+ * integer or a hex literal X'...' (text_value), so nothing of a name, key
+ * or value is ever part of a statement's text as it is - and the statement
+ * is not parsed again, which costs more than the socket saves.  (JSON_TABLE
+ * would need one statement per kind, but cost three times as much per
+ * statement.)
  *
  * A batch is written in three phases, so that a reader of dlock.held never
  * sees a leaving holder beside the one that follows it (whichever tables
@@ -33,6 +43,7 @@
 #include "dlock_store_int.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +51,7 @@
 
 #include "dlock_access.h"
 #include "dlock_sessions.h"
+#include "dlock_store_local.h"
 
 /* The kinds of rows a batch writes, by phase. */
 enum
@@ -62,6 +74,8 @@ enum
 
 #define R_FIRST_DURABLE R_KEYED_DELETE
 #define R_FIRST_AFTER R_SESSION_MOVED
+/* the MEMORY tables' rows (phases 1 and 3): over the local connection, without a binary log */
+#define ROW_LOCAL(kind) (store.local_rows && ((kind) < R_FIRST_DURABLE || (kind) >= R_FIRST_AFTER))
 
 #define HELD_NCOL 16
 #define QUEUE_NCOL 18
@@ -161,6 +175,10 @@ static struct
 	bool		kept_noted;		/* this batch's kept rows are in the kept set */
 	long long	stray[64];		/* session rows the load refused */
 	int			nstray;
+	char	   *text;			/* a local statement being rendered */
+	size_t		text_len,
+				text_cap;
+	bool		text_oom;
 }			batch;
 
 /*
@@ -193,6 +211,14 @@ static MYSQL_STMT *row_stmt(int kind, int c, DlockErr *err);
 static void p_int(Param *p, long long v);
 static void p_int_or_null(Param *p, long long v);
 static void p_str(Param *p, const char *s);
+static void text_add(const char *s, size_t n);
+static void text_value(const Param *p);
+static int	local_run(unsigned long long *affected, DlockErr *err);
+static bool local_refused(DlockErr *err);
+static int	local_prepare(const char *name, int slot, int kind, int q, DlockErr *err);
+static int	local_execute(const char *name, const Param *p, int np,
+						  unsigned long long *affected, DlockErr *err);
+static char *row_sql(int kind, int c, DlockErr *err);
 static size_t kept_slot(long long t);
 
 /* Write the batch decided on the picture m (dlock_store.h: what it returns). */
@@ -280,6 +306,8 @@ store_write_batch(DLockManager *m, DlockErr *err)
 			nstatements += __builtin_popcount((unsigned) batch.rows[R_KEYED_UPSERT].n - 1) -
 				__builtin_popcount((unsigned) batch.rows[R_KEYED_UPSERT].n);
 		/* phase 1: a failure here changed nothing durable */
+		if (local_refused(err))
+			return -1;
 		if (nstatements == 0 &&
 			((swap_pays(R_SESSION_GONE, R_SESSION_UPSERT, new_session_row) &&
 			  row_swap(Q_SESSION_SWAP, R_SESSION_GONE, R_SESSION_UPSERT,
@@ -339,10 +367,39 @@ store_finish_batch(DlockErr *err)
 {
 	store.last_errno = 0;
 	kept_note();
+	if (local_refused(err))
+		return -1;
 	for (int k = R_FIRST_AFTER; k < NR; k++)
 		if (rows_flush(k, err) != 0)
 			return -1;
 	return 0;
+}
+
+/*
+ * The local connection is not held back by read_only, so before it writes
+ * a batch's rows the server's read_only is looked at, and the batch fails
+ * as the store connection's statements would (ER_OPTION_PREVENTS_STATEMENT).
+ * (A statement running when read_only is set finishes first, on either
+ * connection; without a binary log there is no replica to be demoted for.)
+ */
+static bool
+local_refused(DlockErr *err)
+{
+	int			ro;
+
+	if (!store.local_rows)
+		return false;
+	ro = local_read_only(err->msg, sizeof(err->msg));
+	if (ro == 0)
+		return false;
+	if (ro > 0)
+	{
+		store.last_errno = DLOCK_ER_READ_ONLY;
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: the server is read-only (read_only = ON)");
+	}
+	else
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %.400s", err->msg);
+	return true;
 }
 
 int
@@ -526,15 +583,26 @@ row_swap(int q, int gone, int upsert, int new_row, DlockErr *err)
 	Rows	   *u = &batch.rows[upsert];
 	Param		p[QUEUE_NCOL + 1];
 	MYSQL_BIND	b[QUEUE_NCOL + 1];
-	MYSQL_STMT *st = stmt(q, err);
 	unsigned long long affected = 0;
 
-	if (st == NULL)
-		return -1;
 	memcpy(p, u->p + (size_t) new_row * (size_t) ncol, sizeof(Param) * (size_t) ncol);
 	p[ncol] = batch.rows[gone].p[0];
-	if (execute_bound(st, p, ncol + 1, b, &affected, err) != 0)
-		return -1;
+	if (ROW_LOCAL(gone))
+	{
+		char		name[32];
+
+		snprintf(name, sizeof(name), "dlock_q%d", q);
+		if (local_prepare(name, NR * NCHUNK + q, -1, q, err) != 0 ||
+			local_execute(name, p, ncol + 1, &affected, err) != 0)
+			return -1;
+	}
+	else
+	{
+		MYSQL_STMT *st = stmt(q, err);
+
+		if (st == NULL || execute_bound(st, p, ncol + 1, b, &affected, err) != 0)
+			return -1;
+	}
 	if (affected == 1)
 	{
 		batch.rows[gone].n = 0;
@@ -684,6 +752,25 @@ rows_flush(int kind, DlockErr *err)
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 		return -1;
 	}
+	if (ROW_LOCAL(kind))
+	{
+		int			ncol = row_ncol[kind];
+
+		while (done < r->n)
+		{
+			int			c = NCHUNK - 1;
+			char		name[32];
+
+			while ((1 << c) > r->n - done)
+				c--;
+			snprintf(name, sizeof(name), "dlock_r%d_%d", kind, c);
+			if (local_prepare(name, kind * NCHUNK + c, kind, c, err) != 0 ||
+				local_execute(name, r->p + (size_t) done * (size_t) ncol, (1 << c) * ncol, NULL, err) != 0)
+				return -1;
+			done += 1 << c;
+		}
+		return 0;
+	}
 	if (batch.binds == NULL)
 	{
 		batch.binds = malloc(sizeof(MYSQL_BIND) * MAX_CHUNK * QUEUE_NCOL);
@@ -710,19 +797,16 @@ rows_flush(int kind, DlockErr *err)
 	return 0;
 }
 
-/* The prepared statement for 2^c rows of a kind. */
-static MYSQL_STMT *
-row_stmt(int kind, int c, DlockErr *err)
+/* The statement for 2^c rows of a kind, with a ? for each value (malloc'ed). */
+static char *
+row_sql(int kind, int c, DlockErr *err)
 {
 	int			n = 1 << c;
 	int			ncol = row_ncol[kind];
 	size_t		len;
 	char	   *sql;
 	char	   *o;
-	MYSQL_STMT *st;
 
-	if (batch.stmts[kind][c])
-		return batch.stmts[kind][c];
 	len = strlen(row_head[kind]) + strlen(row_tail[kind]) + (size_t) n * (size_t) (2 * ncol + 3) + 4;
 	sql = malloc(len);
 	if (sql == NULL)
@@ -751,6 +835,21 @@ row_stmt(int kind, int c, DlockErr *err)
 	if (ncol == 1)
 		*o++ = ')';
 	strcpy(o, row_tail[kind]);
+	return sql;
+}
+
+/* The prepared statement for 2^c rows of a kind. */
+static MYSQL_STMT *
+row_stmt(int kind, int c, DlockErr *err)
+{
+	char	   *sql;
+	MYSQL_STMT *st;
+
+	if (batch.stmts[kind][c])
+		return batch.stmts[kind][c];
+	sql = row_sql(kind, c, err);
+	if (sql == NULL)
+		return NULL;
 	st = mysql_stmt_init(store.conn);
 	if (st == NULL || mysql_stmt_prepare(st, sql, strlen(sql)) != 0)
 	{
@@ -764,6 +863,148 @@ row_stmt(int kind, int c, DlockErr *err)
 	free(sql);
 	batch.stmts[kind][c] = st;
 	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Statements over the local connection, written as text
+ * ------------------------------------------------------------------------ */
+static void
+text_add(const char *s, size_t n)
+{
+	if (batch.text_oom || n == 0)
+		return;
+	if (batch.text_len + n + 1 > batch.text_cap)
+	{
+		size_t		cap = batch.text_cap ? batch.text_cap : 16384;
+		char	   *t;
+
+		while (batch.text_len + n + 1 > cap)
+			cap *= 2;
+		t = realloc(batch.text, cap);
+		if (t == NULL)
+		{
+			batch.text_oom = true;
+			return;
+		}
+		batch.text = t;
+		batch.text_cap = cap;
+	}
+	memcpy(batch.text + batch.text_len, s, n);
+	batch.text_len += n;
+	batch.text[batch.text_len] = '\0';
+}
+
+/* A value as SQL: NULL, a decimal integer, or a string as hex digits. */
+static void
+text_value(const Param *p)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char		buf[2 * 64 + 3];
+	size_t		n = 0;
+
+	if (p->is_null)
+		text_add("NULL", 4);
+	else if (p->is_int)
+		text_add(buf, (size_t) snprintf(buf, sizeof(buf), "%lld", p->i));
+	else if (p->len == 0)
+		text_add("''", 2);
+	else
+	{
+		text_add("X'", 2);
+		for (unsigned long i = 0; i < p->len; i++)
+		{
+			buf[n++] = hex[(unsigned char) p->s[i] >> 4];
+			buf[n++] = hex[(unsigned char) p->s[i] & 15];
+			if (n == sizeof(buf) - 3)
+			{
+				text_add(buf, n);
+				n = 0;
+			}
+		}
+		text_add(buf, n);
+		text_add("'", 1);
+	}
+}
+
+/*
+ * PREPARE name once per local connection: the statement for 2^q rows of a
+ * kind, or Q[q] when kind < 0; slot numbers them all.
+ */
+static int
+local_prepare(const char *name, int slot, int kind, int q, DlockErr *err)
+{
+	static bool prepared[NR * NCHUNK + NQ];
+	static unsigned int opened;		/* local_opened() when prepared[] was right */
+	char	   *sql;
+	int			rc;
+
+	if (opened != local_opened())
+	{
+		memset(prepared, 0, sizeof(prepared));
+		opened = local_opened();
+	}
+	if (prepared[slot])
+		return 0;
+	sql = kind >= 0 ? row_sql(kind, q, err) : strdup(Q[q]);
+	if (sql == NULL)
+	{
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+		return -1;
+	}
+	/* the statements hold no quote: their text goes in quotes as it is */
+	batch.text_len = 0;
+	text_add("PREPARE ", 8);
+	text_add(name, strlen(name));
+	text_add(" FROM '", 7);
+	text_add(sql, strlen(sql));
+	text_add("'", 1);
+	free(sql);
+	rc = local_run(NULL, err);
+	if (opened != local_opened())	/* opened by this very statement */
+	{
+		memset(prepared, 0, sizeof(prepared));
+		opened = local_opened();
+	}
+	prepared[slot] = rc == 0;
+	return rc;
+}
+
+/* EXECUTE name USING the np values. */
+static int
+local_execute(const char *name, const Param *p, int np, unsigned long long *affected,
+			  DlockErr *err)
+{
+	batch.text_len = 0;
+	text_add("EXECUTE ", 8);
+	text_add(name, strlen(name));
+	text_add(" USING ", 7);
+	for (int i = 0; i < np; i++)
+	{
+		text_add(",", i > 0);
+		text_value(&p[i]);
+	}
+	return local_run(affected, err);
+}
+
+static int
+local_run(unsigned long long *affected, DlockErr *err)
+{
+	char		msg[400];
+	unsigned int errnum;
+
+	if (batch.text_oom)
+	{
+		batch.text_oom = false;
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
+		return -1;
+	}
+	if (local_query(batch.text, batch.text_len, affected, &errnum, msg, sizeof(msg)) != 0)
+	{
+		store.last_errno = errnum;
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", msg);
+		return -1;
+	}
+	return 0;
 }
 
 /* The batch's statements go with the connection (store_close). */

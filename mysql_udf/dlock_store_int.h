@@ -68,6 +68,7 @@ typedef struct StoreConn
 	unsigned long long unended; /* a connection that may have written, closed
 								 * and perhaps not ended yet (store_open) */
 	bool		patient;		/* conn waits for answers without a read timeout */
+	bool		local_rows;		/* no binary log: MEMORY rows go over the local connection */
 	char		self_socket[512];
 	unsigned int self_port;
 	unsigned int last_errno;	/* of the last statement that failed */
@@ -98,6 +99,9 @@ typedef struct Cols
 } Cols;
 
 /* The prepared statement q, prepared now if it is not yet; NULL with err. */
+/* The statements' texts, by Q_ (dlock_store.c). */
+extern const char *const Q[NQ];
+
 extern MYSQL_STMT *stmt(int q, DlockErr *err);
 /* A statement failed: its error into err and store.last_errno; -1. */
 extern int	stmt_fail(MYSQL_STMT *st, DlockErr *err);
