@@ -157,6 +157,18 @@ mgr_stop(void)
 /* ------------------------------------------------------------------------
  * The manager's loop
  * ------------------------------------------------------------------------ */
+/* The manager cannot start: say why, and the calls waiting get an error. */
+static void *
+manager_fails(const char *why)
+{
+	fprintf(stderr, "dlock: lock manager: %s\n", why);
+	pthread_mutex_lock(&handoff.mu.m);
+	handoff.running = false;
+	handoff_stop_locked();
+	pthread_mutex_unlock(&handoff.mu.m);
+	return NULL;
+}
+
 static void *
 manager_main(void *arg)
 {
@@ -165,14 +177,7 @@ manager_main(void *arg)
 
 	(void) arg;
 	if (local_thread_begin(msg, sizeof(msg)) != 0)
-	{
-		fprintf(stderr, "dlock: lock manager: %s\n", msg);
-		pthread_mutex_lock(&handoff.mu.m);
-		handoff.running = false;
-		handoff_stop_locked();
-		pthread_mutex_unlock(&handoff.mu.m);
-		return NULL;
-	}
+		return manager_fails(msg);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.store.commit = store_commit;
 	cfg.store.publish = store_publish;
@@ -183,13 +188,8 @@ manager_main(void *arg)
 	mgr.service = dls_create(&cfg);
 	if (mgr.service == NULL)
 	{
-		fprintf(stderr, "dlock: lock manager: out of memory\n");
-		pthread_mutex_lock(&handoff.mu.m);
-		handoff.running = false;
-		handoff_stop_locked();
-		pthread_mutex_unlock(&handoff.mu.m);
 		local_thread_end();
-		return NULL;
+		return manager_fails("out of memory");
 	}
 	for (;;)
 	{

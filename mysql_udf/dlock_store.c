@@ -876,8 +876,7 @@ store_load_grants(StoreGrantFn grant_fn, StoreQuotaFn quota_fn, DlockErr *err)
 	return 0;
 }
 
-/* Whether an error says the connection is gone (killed, or the server went away). */
-static bool
+bool
 connection_lost(unsigned int no)
 {
 	return no == CR_SERVER_LOST || no == CR_SERVER_GONE_ERROR ||

@@ -215,6 +215,7 @@ static void text_add(const char *s, size_t n);
 static void text_value(const Param *p);
 static int	local_run(unsigned long long *affected, DlockErr *err);
 static bool local_refused(DlockErr *err);
+static int	rows_after(DlockErr *err);
 static int	local_prepare(const char *name, int slot, int kind, int q, DlockErr *err);
 static int	local_execute(const char *name, const Param *p, int np,
 						  unsigned long long *affected, DlockErr *err);
@@ -354,7 +355,7 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		}
 	}
 	/* phase 3: the rows that live as long as the server, no flush */
-	return store_finish_batch(err) == 0 ? 0 : -3;
+	return rows_after(err) == 0 ? 0 : -3;
 }
 
 /*
@@ -366,9 +367,14 @@ int
 store_finish_batch(DlockErr *err)
 {
 	store.last_errno = 0;
+	return local_refused(err) ? -1 : rows_after(err);
+}
+
+/* Phase 3, read_only looked at already. */
+static int
+rows_after(DlockErr *err)
+{
 	kept_note();
-	if (local_refused(err))
-		return -1;
 	for (int k = R_FIRST_AFTER; k < NR; k++)
 		if (rows_flush(k, err) != 0)
 			return -1;
@@ -521,9 +527,8 @@ probe_choose(DLockManager *m)
 static bool
 outcome_unknown(unsigned int no)
 {
-	return no == CR_SERVER_LOST || no == CR_SERVER_GONE_ERROR ||
-		no == 1317 /* ER_QUERY_INTERRUPTED */ || no == 1927 /* ER_CONNECTION_KILLED */ ||
-		no == 1053 /* ER_SERVER_SHUTDOWN */;
+	return connection_lost(no) ||
+		no == 1317 /* ER_QUERY_INTERRUPTED */ || no == 1053 /* ER_SERVER_SHUTDOWN */;
 }
 
 /* The kept-place tickets follow the durable part just committed (once). */

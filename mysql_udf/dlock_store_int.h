@@ -98,10 +98,12 @@ typedef struct Cols
 	my_bool		null[MAXCOL];
 } Cols;
 
-/* The prepared statement q, prepared now if it is not yet; NULL with err. */
 /* The statements' texts, by Q_ (dlock_store.c). */
 extern const char *const Q[NQ];
 
+/* Whether an error says the connection is gone (killed, or the server went away). */
+extern bool connection_lost(unsigned int no);
+/* The prepared statement q, prepared now if it is not yet; NULL with err. */
 extern MYSQL_STMT *stmt(int q, DlockErr *err);
 /* A statement failed: its error into err and store.last_errno; -1. */
 extern int	stmt_fail(MYSQL_STMT *st, DlockErr *err);

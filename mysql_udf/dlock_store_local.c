@@ -16,7 +16,7 @@
  * (dlock_store_batch.c: text_value).  The connection has no account and all
  * privileges; it runs only the fixed statements of dlock_store_batch.c on
  * the MEMORY tables.  Since read_only does not hold it back, the batch
- * asks local_read_only after writing (a demoted primary must not answer).
+ * asks local_read_only before writing (dlock_store_batch.c: local_refused).
  *
  * The server's headers only (the client library's stay in dlock_store.c).
  */
