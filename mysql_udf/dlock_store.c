@@ -286,10 +286,10 @@ store_open(DlockErr *err)
 
 /*
  * Whether the server writes no binary log (log_bin cannot change while it
- * runs).  Only then do the MEMORY rows go over the local connection: its
+ * runs).  Only then do a batch's rows go over the local connection: its
  * statements are not binlogged, so a replica would not get them, and a
- * semi-synchronous primary would answer a session grant without its
- * replica's acknowledgement - the isolated primary's double grant.
+ * semi-synchronous primary would answer a grant without its replica's
+ * acknowledgement - the isolated primary's double grant.
  */
 static int
 binlog_off(bool *off, DlockErr *err)

@@ -11,14 +11,14 @@
  *
  * A batch is a few set-based statements: the changed holder rows and
  * waiter rows each go as multi-row INSERT ... ON DUPLICATE KEY UPDATE
- * statements and DELETE ... WHERE key IN (...).  The durable rows (InnoDB)
- * go over the store's connection in one transaction, in chunks of 64, 32,
- * ... 1 rows (one prepared statement per chunk size, kept), every value a
- * bound parameter.  On a server without a binary log the MEMORY tables'
- * rows go over the local connection instead (dlock_store_local.c: a
- * statement there runs in this thread, no wake-up of a server thread, but
- * is not binlogged - so with a binary log they stay on the store's
- * connection, where a semi-synchronous replica acknowledges them).  That
+ * statements and DELETE ... WHERE key IN (...), in chunks of 64, 32, ... 1
+ * rows; the durable rows (InnoDB) in one transaction.  With a binary log
+ * they go over the store's connection (one prepared statement per chunk
+ * size, kept, every value a bound parameter), where a semi-synchronous
+ * replica acknowledges them.  On a server without one every row goes over
+ * the local connection instead (dlock_store_local.c: a statement there runs
+ * in this thread, no wake-up of a server thread - a flushed commit costs
+ * only its flush - but is not binlogged).  That
  * connection takes text only: the same statements are prepared there once
  * (PREPARE) and run with EXECUTE ... USING, each value written as a decimal
  * integer or a hex literal X'...' (text_value), so nothing of a name, key
@@ -74,8 +74,6 @@ enum
 
 #define R_FIRST_DURABLE R_KEYED_DELETE
 #define R_FIRST_AFTER R_SESSION_MOVED
-/* the MEMORY tables' rows (phases 1 and 3): over the local connection, without a binary log */
-#define ROW_LOCAL(kind) (store.local_rows && ((kind) < R_FIRST_DURABLE || (kind) >= R_FIRST_AFTER))
 
 #define HELD_NCOL 16
 #define QUEUE_NCOL 18
@@ -202,6 +200,8 @@ static bool outcome_unknown(unsigned int no);
 static bool session_row_weaker(const DLmHolder *h);
 static bool swap_pays(int gone, int upsert, int new_row);
 static int	row_swap(int q, int gone, int upsert, int new_row, DlockErr *err);
+static int	batch_run(int q, Param *p, int np, unsigned long long *affected, DlockErr *err);
+static int	batch_control(const char *what, DlockErr *err);
 static void held_row(int kind, const DLmHolder *h);
 static void queue_row(int kind, const DLmWaiter *w);
 static void key_row(int kind, long long key);
@@ -324,9 +324,8 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		{
 			probe_choose(m);
 			batch.in_transaction = nstatements > 1;
-			if (batch.in_transaction && mysql_real_query(store.conn, "BEGIN", 5) != 0)
+			if (batch.in_transaction && batch_control("BEGIN", err) != 0)
 			{
-				dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s", mysql_error(store.conn));
 				batch.in_transaction = false;
 				return -1;
 			}
@@ -342,14 +341,13 @@ store_write_batch(DLockManager *m, DlockErr *err)
 			{
 				Param		p = {.is_int = true, .i = hi};
 
-				if (run(Q_COUNTER_SAVE, &p, 1, NULL, err) != 0)
+				if (batch_run(Q_COUNTER_SAVE, &p, 1, NULL, err) != 0)
 					return !batch.in_transaction && outcome_unknown(store.last_errno) ? -2 : -1;
 			}
-			if (batch.in_transaction && mysql_commit(store.conn) != 0)
+			if (batch.in_transaction && batch_control("COMMIT", err) != 0)
 			{
-				dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: commit: %s", mysql_error(store.conn));
 				batch.in_transaction = false;
-				return -2;
+				return -2;		/* applied or not: asked on a new connection */
 			}
 			batch.in_transaction = false;
 		}
@@ -464,9 +462,33 @@ int
 store_rollback(void)
 {
 	bool		was = batch.in_transaction;
+	DlockErr	err;
 
 	batch.in_transaction = false;
-	return store.conn && was ? mysql_rollback(store.conn) : 0;
+	if (!was)
+		return 0;
+	if (store.local_rows)
+		return batch_control("ROLLBACK", &err);
+	return store.conn ? mysql_rollback(store.conn) : 0;
+}
+
+/* BEGIN, COMMIT or ROLLBACK of the batch's transaction, on its connection. */
+static int
+batch_control(const char *what, DlockErr *err)
+{
+	if (store.local_rows)
+	{
+		batch.text_len = 0;
+		text_add(what, strlen(what));
+		return local_run(NULL, err);
+	}
+	if (mysql_real_query(store.conn, what, (unsigned long) strlen(what)) != 0)
+	{
+		store.last_errno = mysql_errno(store.conn);
+		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: %s: %s", what, mysql_error(store.conn));
+		return -1;
+	}
+	return 0;
 }
 
 /* The most telling change of the batch: a new or a deleted row first. */
@@ -572,6 +594,25 @@ swap_pays(int gone, int upsert, int new_row)
 		__builtin_popcount((unsigned) n - 1) <= __builtin_popcount((unsigned) n);
 }
 
+/* Statement q of dlock_store.c with np values, on the batch's connection. */
+static int
+batch_run(int q, Param *p, int np, unsigned long long *affected, DlockErr *err)
+{
+	MYSQL_BIND	b[QUEUE_NCOL + 1];
+	MYSQL_STMT *st;
+
+	if (store.local_rows)
+	{
+		char		name[32];
+
+		snprintf(name, sizeof(name), "dlock_q%d", q);
+		return local_prepare(name, NR * NCHUNK + q, -1, q, err) != 0 ||
+			local_execute(name, p, np, affected, err) != 0 ? -1 : 0;
+	}
+	st = stmt(q, err);
+	return st == NULL || execute_bound(st, p, np, b, affected, err) != 0 ? -1 : 0;
+}
+
 /*
  * One row leaving a MEMORY table and a new one arriving there, with nothing
  * durable in the batch (a hand-off from one session to the next, a
@@ -587,27 +628,12 @@ row_swap(int q, int gone, int upsert, int new_row, DlockErr *err)
 	int			ncol = row_ncol[upsert];
 	Rows	   *u = &batch.rows[upsert];
 	Param		p[QUEUE_NCOL + 1];
-	MYSQL_BIND	b[QUEUE_NCOL + 1];
 	unsigned long long affected = 0;
 
 	memcpy(p, u->p + (size_t) new_row * (size_t) ncol, sizeof(Param) * (size_t) ncol);
 	p[ncol] = batch.rows[gone].p[0];
-	if (ROW_LOCAL(gone))
-	{
-		char		name[32];
-
-		snprintf(name, sizeof(name), "dlock_q%d", q);
-		if (local_prepare(name, NR * NCHUNK + q, -1, q, err) != 0 ||
-			local_execute(name, p, ncol + 1, &affected, err) != 0)
-			return -1;
-	}
-	else
-	{
-		MYSQL_STMT *st = stmt(q, err);
-
-		if (st == NULL || execute_bound(st, p, ncol + 1, b, &affected, err) != 0)
-			return -1;
-	}
+	if (batch_run(q, p, ncol + 1, &affected, err) != 0)
+		return -1;
 	if (affected == 1)
 	{
 		batch.rows[gone].n = 0;
@@ -757,7 +783,7 @@ rows_flush(int kind, DlockErr *err)
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 		return -1;
 	}
-	if (ROW_LOCAL(kind))
+	if (store.local_rows)
 	{
 		int			ncol = row_ncol[kind];
 

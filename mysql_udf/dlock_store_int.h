@@ -68,7 +68,7 @@ typedef struct StoreConn
 	unsigned long long unended; /* a connection that may have written, closed
 								 * and perhaps not ended yet (store_open) */
 	bool		patient;		/* conn waits for answers without a read timeout */
-	bool		local_rows;		/* no binary log: MEMORY rows go over the local connection */
+	bool		local_rows;		/* no binary log: a batch's rows go over the local connection */
 	char		self_socket[512];
 	unsigned int self_port;
 	unsigned int last_errno;	/* of the last statement that failed */

@@ -14,8 +14,8 @@
  * value a decimal integer or a hex literal (X'...': only hex digits), so
  * nothing of a name, key or value reaches the text as it is
  * (dlock_store_batch.c: text_value).  The connection has no account and all
- * privileges; it runs only the fixed statements of dlock_store_batch.c on
- * the MEMORY tables.  Since read_only does not hold it back, the batch
+ * privileges; it runs only the fixed statements of dlock_store_batch.c (a
+ * batch's rows and its transaction).  Since read_only does not hold it back, the batch
  * asks local_read_only before writing (dlock_store_batch.c: local_refused).
  *
  * The server's headers only (the client library's stay in dlock_store.c).
