@@ -115,6 +115,7 @@ mgr_call(const DlockCaller *who, const DlockCall *call, DlockResult *res,
 
 	pthread_mutex_lock(&handoff.mu.m);
 	submit_locked(s);
+	batch_now_locked();
 	registered = may_wait && who->wait_enter != NULL && who->wait_exit != NULL;
 	if (registered)
 		who->wait_enter(&s->cond, &handoff.mu);
@@ -350,7 +351,6 @@ submit_locked(Slot *s)
 	else
 		handoff.submit_head = s;
 	handoff.submit_tail = s;
-	pthread_cond_signal(&handoff.work_cond);
 }
 
 static void

@@ -91,6 +91,12 @@ typedef struct Handoff
 	bool		stopping;		/* the manager thread is asked to end (its retry
 								 * loops also read it without mu) */
 	bool		running;		/* calls are taken */
+	/* a caller's thread running a batch itself (dlock_mgr.c: batch_now_locked) */
+	bool		batch_taken;	/* a caller runs a batch now */
+	bool		idle;			/* the manager sleeps with nothing to do, and a
+								 * caller may run a batch itself */
+	bool		manager_waits;	/* the manager waits for that batch's end */
+	DLockTime	manager_wakes_at;	/* when the sleeping manager looks again */
 } Handoff;
 
 extern Handoff handoff;
@@ -102,6 +108,13 @@ extern Handoff handoff;
 extern int	handoff_init(void);
 /* The manager ended: calls still waiting get an error (mu held). */
 extern void handoff_stop_locked(void);
+
+/*
+ * A call was submitted (mu held): wake the manager thread - or, when it
+ * sleeps with nothing to do, run the batch in this thread (mu released
+ * meanwhile; dlock_mgr.c).
+ */
+extern void batch_now_locked(void);
 
 /* The service's answer callback (DLsConfig.answer); arg: where the manager keeps its service. */
 extern void on_answer(void *arg, int requester, const DLmAnswer *a);

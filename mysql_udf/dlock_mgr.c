@@ -28,11 +28,15 @@
  *
  * Interface: mgr_start, mgr_stop, mgr_reload (dlock_mgr.h).
  *
+ * A caller's thread may run a batch itself while the manager sleeps
+ * (batch_now_locked): the manager then waits for it (handoff.batch_taken).
+ *
  * Locking: the manager never holds handoff.mu while it talks to the store
- * or decides; 'mgr' is the manager thread's alone, but thread_started,
- * under handoff.mu ('carried' passes from one manager thread to the next
- * of this server run, which starts after the first ended).  The picture,
- * the account table and the quotas are the manager thread's alone.
+ * or decides; 'mgr' is the batch's thread's alone - the manager's, or a
+ * caller's while handoff.batch_taken - but thread_started, under
+ * handoff.mu ('carried' passes from one manager thread to the next of this
+ * server run, which starts after the first ended).  So are the picture,
+ * the account table, the quotas and the store's connections.
  */
 #define _GNU_SOURCE
 #include "dlock_mgr.h"
@@ -83,6 +87,9 @@ typedef struct Collected
 
 static void *manager_main(void *arg);
 static bool collect(Collected *c);
+static void take_locked(Collected *c);
+static bool work_waiting_locked(void);
+static bool stack_room(void);
 static bool load(Collected *c);
 static void run_batch(Collected *c);
 static int	withdrawals(const Collected *c, DLockTime now);
@@ -221,15 +228,21 @@ manager_main(void *arg)
 static bool
 collect(Collected *c)
 {
-	Slot	   *listed;
-
-	memset(c, 0, sizeof(*c));
 	pthread_mutex_lock(&handoff.mu.m);
 	for (;;)
 	{
 		struct timespec ts;
 		DLockTime	now;
+		long long	us;
 
+		if (handoff.batch_taken)
+		{
+			/* a caller runs a batch (batch_now_locked): the picture is its until it ends */
+			handoff.manager_waits = true;
+			pthread_cond_wait(&handoff.work_cond, &handoff.mu.m);
+			handoff.manager_waits = false;
+			continue;
+		}
 		if (handoff.stopping || mgr.service == NULL)
 		{
 			pthread_mutex_unlock(&handoff.mu.m);
@@ -247,12 +260,35 @@ collect(Collected *c)
 			pthread_cond_timedwait(&handoff.work_cond, &handoff.mu.m, &ts);
 			continue;
 		}
-		if (handoff.submit_head || handoff.withdraw_head || handoff.nended > 0 || handoff.inspect_head ||
-			dls_work_due(mgr.service, now) || sessions_due(mgr.picture))
+		if (work_waiting_locked() || dls_work_due(mgr.service, now) || sessions_due(mgr.picture))
 			break;
-		deadline_ts(&ts, sleep_us(now));
+		us = sleep_us(now);
+		deadline_ts(&ts, us);
+		handoff.manager_wakes_at = now + us;
+		handoff.idle = !dls_isolating(mgr.service) && store_local_ready();
 		pthread_cond_timedwait(&handoff.work_cond, &handoff.mu.m, &ts);
+		handoff.idle = false;
 	}
+	take_locked(c);
+	pthread_mutex_unlock(&handoff.mu.m);
+	return true;
+}
+
+/* Whether calls, withdrawals, ended sessions or inspections wait (mu held). */
+static bool
+work_waiting_locked(void)
+{
+	return handoff.submit_head || handoff.withdraw_head || handoff.nended > 0 ||
+		handoff.inspect_head;
+}
+
+/* Take the work from the hand-off into c (mu held). */
+static void
+take_locked(Collected *c)
+{
+	Slot	   *listed;
+
+	memset(c, 0, sizeof(*c));
 	c->fresh = handoff.submit_head;
 	handoff.submit_head = handoff.submit_tail = NULL;
 	for (Slot *s = c->fresh; s; s = s->next)
@@ -280,8 +316,71 @@ collect(Collected *c)
 			handoff.nended = 0;
 		}
 	}
+}
+
+/*
+ * A call was submitted (mu held).  Waking the manager thread and being
+ * woken by it costs two thread switches per call, most of a hand-off's
+ * time on a small machine; so when the manager sleeps with nothing to do
+ * and the batch's rows go over the local connection (no binary log: no
+ * socket, no replica to wait for), the caller's thread runs the batch
+ * itself, the manager's code on the manager's picture and connections,
+ * while the manager waits (batch_taken).  Calls that arrive meanwhile wake
+ * the manager as before, so batches under load are still grouped.  A
+ * thread whose stack is short (the server's thread_stack) leaves the batch
+ * to the manager.
+ */
+void
+batch_now_locked(void)
+{
+	Collected	c;
+	DLockTime	wake;
+	bool		lost;
+
+	if (!handoff.idle || handoff.batch_taken || handoff.stopping || !stack_room())
+	{
+		pthread_cond_signal(&handoff.work_cond);
+		return;
+	}
+	handoff.batch_taken = true;
+	take_locked(&c);
 	pthread_mutex_unlock(&handoff.mu.m);
-	return true;
+	run_batch(&c);
+	lost = mgr.picture == NULL;
+	wake = lost ? 0 : dls_next_wake(mgr.service);
+	pthread_mutex_lock(&handoff.mu.m);
+	handoff.batch_taken = false;
+	/* the manager looks again if there is work, or a deadline before its own */
+	if (handoff.manager_waits || lost || work_waiting_locked() ||
+		(wake != 0 && wake < handoff.manager_wakes_at))
+		pthread_cond_signal(&handoff.work_cond);
+}
+
+/* A batch's stack: our frames and the server's for a local statement, with room to spare. */
+#define BATCH_STACK (128 * 1024)
+
+/* Whether this thread's stack has room for a batch. */
+static bool
+stack_room(void)
+{
+	static __thread char *low;	/* the lowest address of this thread's stack */
+	char		here;
+
+	if (low == NULL)
+	{
+		pthread_attr_t a;
+		void	   *addr;
+		size_t		size;
+
+		if (pthread_getattr_np(pthread_self(), &a) != 0)
+			return false;
+		if (pthread_attr_getstack(&a, &addr, &size) == 0)
+			low = addr;
+		pthread_attr_destroy(&a);
+		if (low == NULL)
+			return false;
+	}
+	return &here - low > BATCH_STACK;
 }
 
 /*

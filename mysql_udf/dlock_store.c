@@ -217,6 +217,12 @@ store_conn_id(void)
 	return store.conn_id;
 }
 
+bool
+store_local_ready(void)
+{
+	return store.local_rows && store.conn != NULL && local_is_open();
+}
+
 int
 store_open(DlockErr *err)
 {

@@ -31,6 +31,11 @@ extern void store_close(void);
 extern bool store_patient(void);
 /* CONNECTION_ID() of the store connection; 0 when closed. */
 extern unsigned long long store_conn_id(void);
+/*
+ * Whether a batch's rows go over the local connection, open (no binary
+ * log): a caller's thread may then write a batch (dlock_mgr.c).
+ */
+extern bool store_local_ready(void);
 /* Whether the dlock tables exist (install.sql ran). */
 extern int	store_installed(int *installed, DlockErr *err);
 

@@ -3,7 +3,9 @@
  * dlock_store_local.c
  *		A local connection to the server the plugin runs in (the SQL
  *		service, mysql_real_connect_local): its statements run in the
- *		manager thread itself, in a THD of its own.  A statement over the
+ *		calling thread itself (the manager's, or a caller's running a
+ *		batch), in a THD of its own that the service makes current for
+ *		the statement.  A statement over the
  *		store's socket connection costs two thread wake-ups (~60 us on a
  *		loaded 2-core machine, ~9 us this way).  Its statements are not
  *		written to the binary log, so it is used only on a server that
@@ -24,6 +26,7 @@
 #include <my_global.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +45,7 @@
 struct sql_service_st *sql_service = (struct sql_service_st *) 0x0102;
 
 static MYSQL *local;
+static pthread_t manager_thread;	/* the one that opens it */
 static my_bool (*thread_end) (void);
 static const my_bool *server_read_only;
 static unsigned int opened;
@@ -60,6 +64,7 @@ local_thread_begin(char *msg, size_t msglen)
 		thread_end = NULL;
 		return -1;
 	}
+	manager_thread = pthread_self();
 	return 0;
 }
 
@@ -81,6 +86,15 @@ local_open(char *msg, size_t msglen)
 
 	if (local)
 		return 0;
+	/*
+	 * Opened in a thread with a THD of its own (a caller's running a batch),
+	 * the service would run the statements in that THD, in its transaction
+	 */
+	if (!pthread_equal(pthread_self(), manager_thread))
+	{
+		snprintf(msg, msglen, "the local connection is opened by the lock manager thread only");
+		return -1;
+	}
 	opened++;
 	local = mysql_init(NULL);
 	if (local == NULL)
@@ -99,6 +113,12 @@ failed:
 	mysql_close(local);
 	local = NULL;
 	return -1;
+}
+
+int
+local_is_open(void)
+{
+	return local != NULL;
 }
 
 unsigned int

@@ -3,11 +3,14 @@
  * dlock_store_local.h
  *		The lock store's second way into the server: a local connection
  *		(the server's SQL service), whose statements run in the calling
- *		thread - no socket, no server thread to wake and wait for.  The
- *		manager writes the MEMORY tables' rows this way (dlock_store_batch.c).
+ *		thread - no socket, no server thread to wake and wait for.  A batch
+ *		writes its rows this way on a server without a binary log
+ *		(dlock_store_batch.c).
  *
- * Free of MySQL headers, as dlock_store.h.  Only the manager thread calls
- * these, between local_thread_begin and local_thread_end.
+ * Free of MySQL headers, as dlock_store.h.  The batch's thread calls these
+ * (the manager thread, or a caller's running a batch: dlock_mgr.c), between
+ * the manager thread's local_thread_begin and local_thread_end; only the
+ * manager thread opens the connection.
  */
 #ifndef DLOCK_STORE_LOCAL_H
 #define DLOCK_STORE_LOCAL_H
@@ -35,6 +38,9 @@ extern void local_thread_end(void);
  */
 extern int	local_query(const char *q, size_t len, unsigned long long *affected,
 						unsigned int *errnum, char *msg, size_t msglen);
+
+/* Whether the connection is open, 1 or 0 (only the manager thread opens it). */
+extern int	local_is_open(void);
 
 /* How many connections were opened: a new one has none of the old one's prepared statements. */
 extern unsigned int local_opened(void);
