@@ -42,6 +42,7 @@
 #include "dlock_mgr.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,7 +381,7 @@ stack_room(void)
 		if (low == NULL)
 			return false;
 	}
-	return &here - low > BATCH_STACK;
+	return (uintptr_t) &here - (uintptr_t) low > BATCH_STACK;
 }
 
 /*
