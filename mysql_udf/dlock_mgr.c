@@ -337,6 +337,7 @@ batch_now_locked(void)
 	Collected	c;
 	DLockTime	wake;
 	bool		lost;
+	bool		ready;
 
 	if (!handoff.idle || handoff.batch_taken || handoff.stopping || !stack_room())
 	{
@@ -349,8 +350,11 @@ batch_now_locked(void)
 	run_batch(&c);
 	lost = mgr.picture == NULL;
 	wake = lost ? 0 : dls_next_wake(mgr.service);
+	ready = store_local_ready();
 	pthread_mutex_lock(&handoff.mu.m);
 	handoff.batch_taken = false;
+	if (!ready)
+		handoff.idle = false;	/* the local connection is due to be renewed: the manager's */
 	/* the manager looks again if there is work, or a deadline before its own */
 	if (handoff.manager_waits || lost || work_waiting_locked() ||
 		(wake != 0 && wake < handoff.manager_wakes_at))

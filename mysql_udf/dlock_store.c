@@ -220,7 +220,7 @@ store_conn_id(void)
 bool
 store_local_ready(void)
 {
-	return store.local_rows && store.conn != NULL && local_is_open();
+	return store.local_rows && store.conn != NULL && local_ready();
 }
 
 int

@@ -239,6 +239,8 @@ store_write_batch(DLockManager *m, DlockErr *err)
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "lock store: not connected");
 		return -1;
 	}
+	if (store.local_rows)
+		local_renew();			/* between batches: no transaction open */
 	for (int k = 0; k < NR; k++)
 	{
 		batch.rows[k].n = 0;

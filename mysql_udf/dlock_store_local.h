@@ -39,8 +39,17 @@ extern void local_thread_end(void);
 extern int	local_query(const char *q, size_t len, unsigned long long *affected,
 						unsigned int *errnum, char *msg, size_t msglen);
 
-/* Whether the connection is open, 1 or 0 (only the manager thread opens it). */
-extern int	local_is_open(void);
+/*
+ * Whether the connection is open and not due to be renewed, 1 or 0: only
+ * the manager thread opens it, so only then may another thread run a batch.
+ */
+extern int	local_ready(void);
+
+/*
+ * In the manager thread between batches: close the connection if it ran
+ * enough statements (the service frees a session's memory only then).
+ */
+extern void local_renew(void);
 
 /* How many connections were opened: a new one has none of the old one's prepared statements. */
 extern unsigned int local_opened(void);

@@ -80,6 +80,7 @@ ln -s "$ROOT/scripts/mysql_install.sh" "$BASE/mysql_install.sh"
 VARDIR=$BASE/var
 LOG="$BASE/mtr.log"
 export DLOCK_SQL_DIR="$BASE/sql"
+export DLOCK_SUITE="$BASE/suite"	# its helper scripts (include/rss.sh)
 # the install script and the test server share the store's credentials file
 export DLOCK_INSTALL="$BASE/mysql_install.sh"
 export DLOCK_CNF="$BASE/dlock.cnf"
