@@ -5,11 +5,11 @@
  *		service, mysql_real_connect_local): its statements run in the
  *		calling thread itself (the manager's, or a caller's running a
  *		batch), in a THD of its own that the service makes current for
- *		the statement.  A statement over the
- *		store's socket connection costs two thread wake-ups (~60 us on a
- *		loaded 2-core machine, ~9 us this way).  Its statements are not
- *		written to the binary log, so it is used only on a server that
- *		writes none (dlock_store.c: binlog_off).
+ *		the statement.  A statement over the store's socket connection
+ *		costs two thread wake-ups (~60 us on a loaded 2-core machine,
+ *		~9 us this way).  Its statements are not written to the binary
+ *		log, so it is used only on a server that writes none
+ *		(dlock_store.c: binlog_off).
  *
  * The service takes text statements only, no prepared ones: the callers
  * prepare theirs with PREPARE and run them with EXECUTE ... USING, every
@@ -17,8 +17,9 @@
  * nothing of a name, key or value reaches the text as it is
  * (dlock_store_batch.c: text_value).  The connection has no account and all
  * privileges; it runs only the fixed statements of dlock_store_batch.c (a
- * batch's rows and its transaction).  Since read_only does not hold it back, the batch
- * asks local_read_only before writing (dlock_store_batch.c: local_refused).
+ * batch's rows and its transaction).  Since read_only does not hold it
+ * back, the batch asks local_read_only before writing (dlock_store_batch.c:
+ * local_refused).
  *
  * The server's headers only (the client library's stay in dlock_store.c).
  */
