@@ -201,6 +201,8 @@ static bool session_row_weaker(const DLmHolder *h);
 static bool swap_pays(int gone, int upsert, int new_row);
 static int	row_swap(int q, int gone, int upsert, int new_row, DlockErr *err);
 static int	batch_run(int q, Param *p, int np, unsigned long long *affected, DlockErr *err);
+static int	batch_execute(int kind, int c, Param *p, int np, MYSQL_BIND *b,
+						  unsigned long long *affected, DlockErr *err);
 static int	batch_control(const char *what, DlockErr *err);
 static void held_row(int kind, const DLmHolder *h);
 static void queue_row(int kind, const DLmWaiter *w);
@@ -601,17 +603,33 @@ static int
 batch_run(int q, Param *p, int np, unsigned long long *affected, DlockErr *err)
 {
 	MYSQL_BIND	b[QUEUE_NCOL + 1];
+
+	return batch_execute(-1, q, p, np, b, affected, err);
+}
+
+/*
+ * Run a batch statement - Q[c] when kind < 0, else the one for 2^c rows of
+ * a kind - with np values: over the local connection (prepared there once),
+ * or as the store connection's prepared statement bound with b.
+ */
+static int
+batch_execute(int kind, int c, Param *p, int np, MYSQL_BIND *b,
+			  unsigned long long *affected, DlockErr *err)
+{
 	MYSQL_STMT *st;
 
 	if (store.local_rows)
 	{
 		char		name[32];
 
-		snprintf(name, sizeof(name), "dlock_q%d", q);
-		return local_prepare(name, NR * NCHUNK + q, -1, q, err) != 0 ||
+		if (kind < 0)
+			snprintf(name, sizeof(name), "dlock_q%d", c);
+		else
+			snprintf(name, sizeof(name), "dlock_r%d_%d", kind, c);
+		return local_prepare(name, kind < 0 ? NR * NCHUNK + c : kind * NCHUNK + c, kind, c, err) != 0 ||
 			local_execute(name, p, np, affected, err) != 0 ? -1 : 0;
 	}
-	st = stmt(q, err);
+	st = kind < 0 ? stmt(c, err) : row_stmt(kind, c, err);
 	return st == NULL || execute_bound(st, p, np, b, affected, err) != 0 ? -1 : 0;
 }
 
@@ -785,26 +803,7 @@ rows_flush(int kind, DlockErr *err)
 		dlock_set_err(err, DLOCK_ER_UNKNOWN, "out of memory");
 		return -1;
 	}
-	if (store.local_rows)
-	{
-		int			ncol = row_ncol[kind];
-
-		while (done < r->n)
-		{
-			int			c = NCHUNK - 1;
-			char		name[32];
-
-			while ((1 << c) > r->n - done)
-				c--;
-			snprintf(name, sizeof(name), "dlock_r%d_%d", kind, c);
-			if (local_prepare(name, kind * NCHUNK + c, kind, c, err) != 0 ||
-				local_execute(name, r->p + (size_t) done * (size_t) ncol, (1 << c) * ncol, NULL, err) != 0)
-				return -1;
-			done += 1 << c;
-		}
-		return 0;
-	}
-	if (batch.binds == NULL)
+	if (!store.local_rows && batch.binds == NULL)
 	{
 		batch.binds = malloc(sizeof(MYSQL_BIND) * MAX_CHUNK * QUEUE_NCOL);
 		if (batch.binds == NULL)
@@ -816,13 +815,10 @@ rows_flush(int kind, DlockErr *err)
 	while (done < r->n)
 	{
 		int			c = NCHUNK - 1;
-		MYSQL_STMT *st;
 
 		while ((1 << c) > r->n - done)
 			c--;
-		st = row_stmt(kind, c, err);
-		if (st == NULL ||
-			execute_bound(st, r->p + (size_t) done * (size_t) row_ncol[kind],
+		if (batch_execute(kind, c, r->p + (size_t) done * (size_t) row_ncol[kind],
 						  (1 << c) * row_ncol[kind], batch.binds, NULL, err) != 0)
 			return -1;
 		done += 1 << c;
