@@ -93,6 +93,7 @@ static bool work_waiting_locked(void);
 static bool stack_room(void);
 static bool load(Collected *c);
 static void run_batch(Collected *c);
+static void settings_apply(void);
 static int	withdrawals(const Collected *c, DLockTime now);
 static bool prepare(Slot *s);
 static void batch_failed(const char *msg);
@@ -261,6 +262,7 @@ collect(Collected *c)
 			pthread_cond_timedwait(&handoff.work_cond, &handoff.mu.m, &ts);
 			continue;
 		}
+		settings_apply();
 		if (work_waiting_locked() || dls_work_due(mgr.service, now) || sessions_due(mgr.picture))
 			break;
 		us = sleep_us(now);
@@ -273,6 +275,19 @@ collect(Collected *c)
 	take_locked(c);
 	pthread_mutex_unlock(&handoff.mu.m);
 	return true;
+}
+
+/*
+ * The settings the picture keeps that SET GLOBAL may change: applied at
+ * every batch and every wake-up of the manager, so a shorter
+ * dlock_queue_row_delay makes the waiters it passed due within a second.
+ * (The picture's thread only: the manager, or the caller running a batch.)
+ */
+static void
+settings_apply(void)
+{
+	if (mgr.picture)
+		dlm_set_queue_row_delay(mgr.picture, (int64_t) dlock_queue_row_delay_ms * 1000);
 }
 
 /* Whether calls, withdrawals, ended sessions or inspections wait (mu held). */
@@ -443,6 +458,7 @@ run_batch(Collected *c)
 	}
 	for (Slot *s = c->fresh; s; s = s->next)
 		mgr.in_batch[s->index] = true;
+	settings_apply();
 
 	/* withdrawals, all at once */
 	b.nwithdrawn = withdrawals(c, now);
