@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: PostgreSQL
 # bench/run.sh [--quick] — `make bench`: dlock against its anchors, measured
 # in the same run on the same throwaway server (fsync on), written to
-# bench/results/<date>-<host>.md with a PNG plot.  Benchmarks never gate CI.
+# bench/results/<date>-<host>.md with a PNG plot (a second run of the day:
+# <date>-<host>-2.md, ...).  Benchmarks never gate CI.
 # BENCH_SECTIONS="6 8" (say) runs only those workloads and writes
 # bench/results/<date>-<host>-sections-6-8.md (and its plots) instead, so a
 # partial run never overwrites the day's full one.  BENCH_SCALE="0 200000"
@@ -30,6 +31,8 @@ DIR=$(mktemp -d /tmp/dlock-bench.XXXXXX); chmod 755 "$DIR"
 OUT=$ROOT/bench/results; mkdir -p "$OUT"
 STAMP=$(date -u +%Y-%m-%d)
 PFX=$OUT/$STAMP-$(hostname -s)${SECTIONS:+-sections-${SECTIONS// /-}}  # results and plots
+# a second run of the day gets -2, -3, ...: a result once written is kept
+day_n=2; day_pfx=$PFX; while [ -e "$PFX.md" ]; do PFX=$day_pfx-$day_n; day_n=$((day_n + 1)); done
 RES=$PFX.md
 if [ $QUICK -eq 1 ]; then T=2; CLIENTS="1 32"; WAITERS="2 32"; HOLDS="0"; SCALE="0 5000 20000"
 else T=10; CLIENTS="1 8 32"; WAITERS="2 8 32 128"; HOLDS="0 1"; SCALE="0 10000 100000 1000000"; fi

@@ -12,7 +12,8 @@
  * A batch is a few set-based statements: the changed holder rows and
  * waiter rows each go as multi-row INSERT ... ON DUPLICATE KEY UPDATE
  * statements and DELETE ... WHERE key IN (...), in chunks of 64, 32, ... 1
- * rows; the durable rows (InnoDB) in one transaction.  With a binary log
+ * rows (a few InnoDB rows leaving: a DELETE each, see rows_flush); the
+ * durable rows (InnoDB) in one transaction.  With a binary log
  * they go over the store's connection (one prepared statement per chunk
  * size, kept, every value a bound parameter), where a semi-synchronous
  * replica acknowledges them.  On a server without one every row goes over
@@ -791,12 +792,25 @@ p_str(Param *p, const char *s)
 	}
 }
 
+/*
+ * A few InnoDB rows leave one DELETE each (a primary-key lookup): InnoDB
+ * estimates a table of few live rows at about one, and for that the
+ * optimizer reads a DELETE ... IN (...) of several keys as a full scan -
+ * through every delete-marked row purge has not reached yet, looking up
+ * each one's transaction.  Under owner-keyed load that scan was 15% of
+ * mariadbd's time (bench/results/2026-11-28-vm-mysql-keyed-delete.md).
+ * Many rows (an expiry) still go in chunks: the table is large then.
+ */
+#define DELETE_BY_KEY_UPTO 16
+
 /* Write the collected rows of a kind: chunks of 64, then 32, 16, ... 1. */
 static int
 rows_flush(int kind, DlockErr *err)
 {
 	Rows	   *r = &batch.rows[kind];
 	int			done = 0;
+	bool		by_key = (kind == R_KEYED_DELETE || kind == R_KEPT_DELETE) &&
+		r->n <= DELETE_BY_KEY_UPTO;
 
 	if (r->oom)
 	{
@@ -814,7 +828,7 @@ rows_flush(int kind, DlockErr *err)
 	}
 	while (done < r->n)
 	{
-		int			c = NCHUNK - 1;
+		int			c = by_key ? 0 : NCHUNK - 1;
 
 		while ((1 << c) > r->n - done)
 			c--;
