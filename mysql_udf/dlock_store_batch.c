@@ -799,7 +799,7 @@ p_str(Param *p, const char *s)
  * through every delete-marked row purge has not reached yet, looking up
  * each one's transaction.  Under owner-keyed load that scan was 15% of
  * mariadbd's time (bench/results/2026-11-28-vm-mysql-keyed-delete.md).
- * Many rows (an expiry) still go in chunks: the table is large then.
+ * More rows (an expiry) still go in chunks, where one plan serves many.
  */
 #define DELETE_BY_KEY_UPTO 16
 
