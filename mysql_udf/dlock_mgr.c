@@ -279,9 +279,10 @@ collect(Collected *c)
 
 /*
  * The settings the picture keeps that SET GLOBAL may change: applied at
- * every batch and every wake-up of the manager, so a shorter
- * dlock_queue_row_delay makes the waiters it passed due within a second.
- * (The picture's thread only: the manager, or the caller running a batch.)
+ * every wake-up of the manager (at least once a second), before it asks
+ * whether work is due, so a shorter dlock_queue_row_delay makes the
+ * waiters it passed due within a second.  (mu held, no caller running a
+ * batch: the picture is the manager's.)
  */
 static void
 settings_apply(void)
@@ -458,7 +459,6 @@ run_batch(Collected *c)
 	}
 	for (Slot *s = c->fresh; s; s = s->next)
 		mgr.in_batch[s->index] = true;
-	settings_apply();
 
 	/* withdrawals, all at once */
 	b.nwithdrawn = withdrawals(c, now);
